@@ -1,0 +1,55 @@
+# Source lists, one per target. Keep each file small and with one job.
+
+# No LibTorch here (config, statistics, gate, comparison, reporters, history).
+set(LOCKSTEP_CORE_SOURCES
+  harness/config/config.cpp
+  harness/config/schema.cpp
+  harness/config/sections.cpp
+  harness/run_config.cpp
+  harness/gate/policy.cpp
+  harness/stats/statistics.cpp
+  harness/train/optim_config.cpp
+  harness/train/faults.cpp
+  variants/variant_config.cpp
+  workloads/model_config.cpp
+  workloads/data_config.cpp
+  workloads/data.cpp
+  harness/util/files.cpp
+  harness/util/process.cpp
+  harness/dist/rendezvous.cpp
+  harness/summary.cpp
+  harness/peak.cpp
+  reports/run_json.cpp
+  reports/run_console.cpp
+)
+
+# Needs LibTorch: the workload, the variants, the trainer, c10d.
+set(LOCKSTEP_TORCH_SOURCES
+  workloads/gpt.cpp
+  variants/attention.cpp
+  variants/precision.cpp
+  variants/sharding.cpp
+  harness/dist/comm.cpp
+  harness/dist/launcher.cpp
+  harness/train/adamw.cpp
+  harness/train/checkpoint.cpp
+  harness/train/environment.cpp
+  harness/train/memory.cpp
+  harness/train/phase_timer.cpp
+  harness/train/trainer.cpp
+  harness/train/watchdog.cpp
+  harness/calibrate.cpp
+  harness/runner.cpp
+  reports/run_observers.cpp
+)
+
+# The command line (links both libraries).
+set(LOCKSTEP_CLI_SOURCES
+  harness/cli/cli.cpp
+  harness/cli/cmd_config.cpp
+  harness/cli/cmd_run.cpp
+)
+
+foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)
+  list(TRANSFORM ${_list} PREPEND "${PROJECT_SOURCE_DIR}/")
+endforeach()

@@ -1,0 +1,31 @@
+#include "harness/calibrate.h"
+
+#include <chrono>
+
+#include "harness/compat/torch_compat.h"
+
+namespace lockstep {
+
+GemmPeak measure_gemm_peak(const std::string& dtype, int threads, double seconds) {
+  at::set_num_threads(threads);
+  torch::NoGradGuard no_grad;
+  const auto st = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+  GemmPeak best{dtype, threads, 0, 0};
+  for (int n : {512, 1024, 2048}) {
+    auto a = torch::randn({n, n}).to(st), b = torch::randn({n, n}).to(st), c = torch::empty({n, n}, st);
+    torch::mm_out(c, a, b);  // warm up (oneDNN primitive creation, page faults)
+    int iters = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    while (elapsed < seconds) {
+      torch::mm_out(c, a, b);
+      ++iters;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    const double flops = 2.0 * n * n * static_cast<double>(n) * iters / elapsed;
+    if (flops > best.flops) best.flops = flops, best.best_n = n;
+  }
+  return best;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,20 @@
+// `lockstep calibrate`: the GEMM peak of this CPU per dtype and thread count, measured with the
+// same LibTorch the runs use, for MFU on CPUs (GPUs use datasheet peaks).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+struct GemmPeak {
+  std::string dtype;  // "fp32" | "bf16"
+  int threads = 1;
+  double flops = 0;   // best over the sizes tried
+  int best_n = 0;     // square size that reached it
+};
+
+// Times square GEMMs (512..2048) for about `seconds` each and keeps the best rate.
+GemmPeak measure_gemm_peak(const std::string& dtype, int threads, double seconds);
+
+}  // namespace lockstep

@@ -1,0 +1,26 @@
+// The command line (CLI11). Each command lives in its own cmd_*.cpp and registers itself here;
+// the handlers parse flags, call into the harness and pick the exit code. No formatting of
+// results happens in the runner: commands hand results to reporters.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace lockstep::cli {
+
+int main(int argc, char** argv);
+
+// A command's action returns the process exit code (harness/exit_codes.h).
+using Action = std::function<int()>;
+
+// Registration functions, one per cmd_*.cpp.
+void add_config_commands(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
+void add_calibrate_command(CLI::App& app, Action& action);
+void add_demo_command(CLI::App& app, Action& action);
+
+}  // namespace lockstep::cli

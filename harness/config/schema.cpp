@@ -1,0 +1,101 @@
+#include "harness/config/schema.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace lockstep::config {
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::Int: return "an integer";
+    case Type::Float: return "a number";
+    case Type::Bool: return "true or false";
+    case Type::String: return "a string";
+  }
+  return "?";
+}
+
+std::string format_value(const Value& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* d = std::get_if<double>(&v)) {
+    if (std::isnan(*d)) return "nan";
+    if (std::isinf(*d)) return *d > 0 ? "inf" : "-inf";
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, *d);  // shortest round-trip form
+    std::string s(buf, r.ptr);
+    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+    return s;
+  }
+  if (const auto* s = std::get_if<std::string>(&v)) {
+    std::string out = "\"";
+    for (char c : *s) {
+      if (c == '"' || c == '\\') out += '\\', out += c;
+      else if (c == '\n') out += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else out += c;
+    }
+    return out + "\"";
+  }
+  return "";
+}
+
+KeySpec KeySpec::Int(std::string name, std::optional<int64_t> def, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::Int, k.doc = std::move(doc);
+  if (def) k.def = *def;
+  return k;
+}
+KeySpec KeySpec::Float(std::string name, std::optional<double> def, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::Float, k.doc = std::move(doc);
+  if (def) k.def = *def;
+  return k;
+}
+KeySpec KeySpec::Bool(std::string name, bool def, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::Bool, k.doc = std::move(doc), k.def = def;
+  return k;
+}
+KeySpec KeySpec::Str(std::string name, std::optional<std::string> def, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::String, k.doc = std::move(doc);
+  if (def) k.def = *def;
+  return k;
+}
+KeySpec&& KeySpec::range(std::optional<double> lo, std::optional<double> hi) && {
+  min = lo, max = hi;
+  return std::move(*this);
+}
+KeySpec&& KeySpec::one_of(std::vector<std::string> c) && {
+  choices = std::move(c);
+  return std::move(*this);
+}
+KeySpec&& KeySpec::kind(Knob k) && {
+  knob = k;
+  return std::move(*this);
+}
+
+const KeySpec* SectionSchema::find(const std::string& key) const {
+  for (const auto& k : keys)
+    if (k.name == key) return &k;
+  return nullptr;
+}
+
+const SectionSchema* find_section(const std::string& name) {
+  for (const auto* s : all_sections())
+    if (s->name == name) return s;
+  return nullptr;
+}
+
+const KeySpec* find_key(const std::string& dotted) {
+  auto dot = dotted.find('.');
+  if (dot == std::string::npos) return nullptr;
+  const SectionSchema* s = find_section(dotted.substr(0, dot));
+  return s ? s->find(dotted.substr(dot + 1)) : nullptr;
+}
+
+}  // namespace lockstep::config

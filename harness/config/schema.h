@@ -1,0 +1,70 @@
+// Config schema: each component declares the keys of the section it owns (name, type, default,
+// range or choices, one line of documentation) and, optionally, a finalize step that resolves
+// derived defaults and checks cross-key rules. The loader validates every file against these
+// declarations, so a component never sees a key it did not declare or a value out of range.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace lockstep::config {
+
+class Config;
+
+// A scalar config value. monostate = "no value" (a key with no default that was not set).
+using Value = std::variant<std::monostate, int64_t, double, bool, std::string>;
+
+enum class Type { Int, Float, Bool, String };
+
+const char* type_name(Type t);
+// TOML-formatted value: strings quoted, floats always with a '.' or exponent.
+std::string format_value(const Value& v);
+
+// What changing a key means for an A/B comparison (see harness/compare).
+enum class Knob {
+  None,         // bookkeeping (names, output, gate policy): not part of the math or the speed
+  Workload,     // changes the computation itself: losses are not expected to align
+  Exact,        // an optimization that must keep the math bit-for-bit or to ~1e-6
+  Approximate,  // an optimization that changes rounding (bf16, fp16): judged against a seed band
+  Fault,        // an injected fault (tests and demos)
+};
+
+struct KeySpec {
+  std::string name;
+  Type type = Type::Int;
+  Value def;  // monostate: no default (finalize or the component resolves it)
+  std::optional<double> min, max;
+  std::vector<std::string> choices;
+  std::string doc;
+  Knob knob = Knob::Workload;
+
+  static KeySpec Int(std::string name, std::optional<int64_t> def, std::string doc);
+  static KeySpec Float(std::string name, std::optional<double> def, std::string doc);
+  static KeySpec Bool(std::string name, bool def, std::string doc);
+  static KeySpec Str(std::string name, std::optional<std::string> def, std::string doc);
+  KeySpec&& range(std::optional<double> lo, std::optional<double> hi) &&;
+  KeySpec&& one_of(std::vector<std::string> c) &&;
+  KeySpec&& kind(Knob k) &&;
+};
+
+struct SectionSchema {
+  std::string name;
+  std::string doc;
+  std::vector<KeySpec> keys;
+  // Runs after defaults are filled: resolve derived values, check cross-key rules
+  // (throw via Config::fail so the error points at the offending key).
+  std::function<void(Config&)> finalize;
+
+  const KeySpec* find(const std::string& key) const;
+};
+
+// Every section the loader accepts, in the order `config show` prints them.
+const std::vector<const SectionSchema*>& all_sections();
+const SectionSchema* find_section(const std::string& name);
+const KeySpec* find_key(const std::string& dotted);
+
+}  // namespace lockstep::config

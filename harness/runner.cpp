@@ -1,0 +1,208 @@
+#include "harness/runner.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include "harness/calibrate.h"
+#include "harness/util/process.h"
+#include "harness/compat/torch_compat.h"
+#include "harness/config/config.h"
+#include "harness/dist/launcher.h"
+#include "harness/dist/rendezvous.h"
+#include "harness/exit_codes.h"
+#include "harness/peak.h"
+#include "harness/run_config.h"
+#include "harness/summary.h"
+#include "harness/train/checkpoint.h"
+#include "harness/train/trainer.h"
+#include "harness/train/watchdog.h"
+#include "harness/util/files.h"
+#include "reports/run_console.h"
+#include "reports/run_json.h"
+#include "reports/run_observers.h"
+#include "workloads/model_config.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path default_out_dir(const std::string& name) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  fs::path p = fs::path("runs") / (std::string(buf) + "-" + name);
+  for (int i = 2; fs::exists(p); ++i) p = fs::path("runs") / (std::string(buf) + "-" + name + "-" + std::to_string(i));
+  return p;
+}
+
+std::string compute_dtype(const config::Config& cfg) { return cfg.str("precision.compute"); }
+
+// CPU MFU needs a calibrated GEMM peak for this thread count; measure it once if missing.
+void ensure_calibration(const config::Config& cfg, bool quiet) {
+  if (cfg.str("run.device") != "cpu") return;
+  const int threads = static_cast<int>(cfg.integer("run.threads"));
+  std::string dtype = compute_dtype(cfg) == "bf16" ? "bf16" : "fp32";
+  if (compute_dtype(cfg) == "fp16") return;  // no CPU fp16 peak: MFU unknown
+  if (cached_cpu_peak(threads, compat::torch_version(), dtype)) return;
+  if (!quiet) std::cout << "calibrating the " << dtype << " GEMM peak for " << threads << " thread(s) (once per machine)...\n";
+  auto p = measure_gemm_peak(dtype, threads, 0.5);
+  store_cpu_peak(threads, compat::torch_version(), dtype, p.flops, "square GEMM " + std::to_string(p.best_n));
+}
+
+std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) {
+  std::vector<std::string> a{"run"};
+  if (!req.resume.empty()) {
+    a.push_back("--resume");
+    a.push_back(req.resume);
+  } else {
+    a.push_back(req.config);
+    a.push_back("--out");
+    a.push_back(out.string());
+  }
+  for (const auto& s : req.sets) a.push_back("--set"), a.push_back(s);
+  if (req.steps) a.push_back("--steps"), a.push_back(std::to_string(req.steps));
+  if (req.stop_after) a.push_back("--stop-after"), a.push_back(std::to_string(req.stop_after));
+  if (req.nproc) a.push_back("--nproc"), a.push_back(std::to_string(req.nproc));
+  if (!req.export_losses.empty()) a.push_back("--export-losses"), a.push_back(req.export_losses);
+  if (req.quiet) a.push_back("--quiet");
+  return a;
+}
+
+// Keeps the lines of a metrics log up to `last_step` (resume continues after it).
+void truncate_metrics(const fs::path& path, int64_t last_step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      if (reports::step_from_json(nlohmann::json::parse(line)).step > last_step) break;
+    } catch (...) {
+      break;  // a torn line: everything after the checkpoint is recomputed anyway
+    }
+    kept += line + "\n";
+  }
+  util::write_atomic(path, kept);
+}
+
+}  // namespace
+
+std::vector<std::string> request_overrides(const RunRequest& req) {
+  std::vector<std::string> sets = req.sets;
+  if (req.steps) sets.push_back("run.steps=" + std::to_string(req.steps));
+  if (req.nproc) sets.push_back("parallel.world_size=" + std::to_string(req.nproc));
+  return sets;
+}
+
+int run_training(const RunRequest& req) {
+  std::string config_path = req.config;
+  fs::path out = req.out;
+  if (!req.resume.empty()) {
+    config_path = (fs::path(req.resume) / "config.toml").string();
+    out = req.resume;
+    if (!fs::exists(config_path)) {
+      std::cerr << req.resume << ": not a run folder (no config.toml)\n";
+      return kExitUsage;
+    }
+  }
+  const auto cfg = config::Config::load(config_path, request_overrides(req));
+  const auto who = dist::rank_info_from_env();
+  const int world = static_cast<int>(cfg.integer("parallel.world_size"));
+  if (out.empty()) out = default_out_dir(cfg.str("run.name"));
+
+  if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
+    ensure_calibration(cfg, req.quiet);
+    fs::create_directories(out);
+    dist::LaunchSpec spec{util::self_exe(), child_args(req, out), world, cfg.number("parallel.timeout_s") + 30};
+    return dist::launch(spec);
+  }
+  if (world == 1) ensure_calibration(cfg, req.quiet);
+
+  const bool rank0 = who.rank == 0;
+  fs::create_directories(out);
+  if (rank0 && req.resume.empty()) util::write_atomic(out / "config.toml", cfg.to_toml());
+
+  train::TrainOptions topts;
+  topts.out_dir = out;
+  topts.stop_after = req.stop_after;
+  if (!req.resume.empty()) {
+    topts.resume_from = train::latest_checkpoint(out / "checkpoints");
+    if (topts.resume_from.empty()) {
+      std::cerr << out.string() << ": no completed checkpoint to resume from\n";
+      return kExitUsage;
+    }
+  }
+  train::Trainer trainer(cfg, who, topts);
+
+  const fs::path metrics = out / (rank0 ? std::string("metrics.jsonl") : "metrics.rank" + std::to_string(who.rank) + ".jsonl");
+  if (!req.resume.empty()) truncate_metrics(metrics, trainer.first_step() - 1);
+  reports::MetricsLog log(metrics, /*append=*/!req.resume.empty());
+  const bool tty = ::isatty(1) && world == 1;
+  reports::Progress progress(cfg.str("run.name"), cfg.integer("run.log_every"), tty);
+  reports::Observers observers;
+  observers.add(&log);
+  if (rank0 && !req.quiet) observers.add(&progress);
+
+  const auto model = workloads::ModelConfig::from(cfg);
+  auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg), static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
+  SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
+                   peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt, peak.source};
+
+  auto write_summary = [&](const train::TrainOutcome& o, const std::vector<StepRecord>& recs) {
+    RunSummary base;
+    base.status = o.status;
+    base.failure = o.failure;
+    base.failed_step = o.failed_step;
+    base.memory = o.memory;
+    base.peak_memory_bytes = o.peak_memory_bytes;
+    base.peak_rss_bytes = o.peak_rss_bytes;
+    base.overflow_skips = o.overflow_skips;
+    base.loss_floor = o.loss_floor;
+    base.env = o.env;
+    auto summary = summarize(recs, in, base);
+    if (rank0) util::write_atomic(out / "summary.json", reports::to_json(summary).dump(2) + "\n");
+    return summary;
+  };
+
+  train::Watchdog watchdog(trainer.progress(), who.rank, cfg.number("run.step_timeout_s"), cfg.number("run.step_timeout_factor"),
+                           [&](const std::string& why) {
+                             train::TrainOutcome o;
+                             o.status = "hang";
+                             o.failure = why;
+                             o.failed_step = trainer.progress().step.load();
+                             o.env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), world);
+                             write_summary(o, log.snapshot());
+                           });
+  struct FeedWatchdog : train::StepObserver {
+    train::Watchdog& w;
+    explicit FeedWatchdog(train::Watchdog& w) : w(w) {}
+    void on_step(const StepRecord& r) override { w.step_done(r.step_ms); }
+  } feed(watchdog);
+  observers.add(&feed);
+
+  auto outcome = trainer.run(observers);
+  // A resumed run's summary covers the whole curve: earlier steps come from the log.
+  auto records = req.resume.empty() ? outcome.records : reports::read_metrics(metrics);
+  auto summary = write_summary(outcome, records);
+  if (rank0 && !req.export_losses.empty()) {
+    std::string text;
+    char buf[64];
+    for (const auto& r : records) {
+      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
+      text += buf;
+    }
+    util::write_atomic(req.export_losses, text);
+  }
+  if (rank0 && !req.quiet) reports::print_run_summary(std::cout, summary, out);
+  if (outcome.status != "ok") {
+    std::cerr << "rank " << who.rank << ": run failed: " << outcome.failure << "\n";
+    return kExitRunFailed;
+  }
+  return kExitPass;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,29 @@
+// `lockstep run`: one training run, end to end. Resolves the config and the output folder, becomes
+// the launcher when the job needs several ranks and none were launched, otherwise trains this
+// rank and writes config.toml, metrics.jsonl (metrics.rank<r>.jsonl for r > 0) and summary.json.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+struct RunRequest {
+  std::string config;                 // config file (unused with resume)
+  std::vector<std::string> sets;      // section.key=value overrides
+  int64_t steps = 0;                  // --steps: overrides run.steps (the schedule length)
+  int64_t stop_after = 0;             // --stop-after: stop early, schedule unchanged
+  std::string out;                    // output folder (default runs/<time>-<name>)
+  int nproc = 0;                      // --nproc: overrides parallel.world_size
+  std::string resume;                 // a previous run's folder to continue
+  std::string export_losses;          // write "step loss" lines here
+  bool quiet = false;
+};
+
+// Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).
+int run_training(const RunRequest& req);
+
+// The effective config of a request, as `run` would use it (overrides applied).
+std::vector<std::string> request_overrides(const RunRequest& req);
+
+}  // namespace lockstep

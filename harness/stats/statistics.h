@@ -1,0 +1,102 @@
+// Statistics behind the A/B verdicts ("faster / slower / no significant change"): descriptive
+// statistics, bootstrap confidence intervals, the Mann-Whitney U test and a rolling robust z-score.
+// Free functions over std::vector<double>; edge cases are part of each contract. Deterministic:
+// no std::*_distribution, so results are identical across standard libraries.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace lockstep::stats {
+
+// Arithmetic mean. NaN if empty.
+double mean(const std::vector<double>& x);
+
+// Median (mean of the two middle values for even n). NaN if empty or if any value is NaN.
+double median(std::vector<double> x);
+
+// Sample standard deviation (divisor n-1, two-pass). NaN if n < 2.
+double stddev(const std::vector<double>& x);
+
+// The q-th percentile, q in [0,100], by linear interpolation between order statistics (numpy's
+// default, Hyndman-Fan type 7; same arithmetic as numpy). NaN if empty or if any value is NaN;
+// n=1 -> that value. q outside [0,100] (or NaN) -> std::invalid_argument.
+double percentile(std::vector<double> x, double q);
+
+// Raw median absolute deviation, median(|x - median(x)|), unscaled (multiply by 1.4826 for a
+// normal-consistent sigma). NaN if empty; 0 for n=1 or all-equal values.
+double mad(const std::vector<double>& x);
+
+// True if no value is NaN or +/-inf (true for an empty vector).
+bool all_finite(const std::vector<double>& x);
+
+// splitmix64 (Steele, Lea, Flood 2014): the bootstrap's RNG, the same on every platform.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  size_t index(size_t n) { return static_cast<size_t>(next() % n); }  // in [0, n); n > 0
+
+ private:
+  uint64_t state_;
+};
+
+// A confidence interval; valid() iff both ends are finite and lo <= hi.
+struct Interval {
+  double lo = NAN, hi = NAN;
+  bool valid() const;
+};
+
+// A statistic comparing sample a (baseline) with sample b (variant).
+using TwoSampleStat = std::function<double(const std::vector<double>&, const std::vector<double>&)>;
+
+// Deterministic (seeded) percentile bootstrap of a two-sample statistic: resample a and b
+// independently with replacement `resamples` times (a's draws, then b's, per resample), evaluate
+// stat once on each pair, and return the type-7 percentiles (1-level)/2 and (1+level)/2 of the
+// finite results. Invalid Interval if either sample is empty or stat is non-finite on more than
+// half of the resamples. resamples < 1 or level outside (0,1) -> std::invalid_argument.
+// With n=1 per sample every resample is the same, so the interval collapses to a point.
+Interval bootstrap_ci(const std::vector<double>& a, const std::vector<double>& b,
+                      const TwoSampleStat& stat, int resamples, double level, uint64_t seed);
+
+// Hierarchical (cluster) bootstrap for pooled data: a and b are groups (e.g. repeats of a
+// benchmark, each a vector of per-step latencies). Each resample draws a.size() groups of a and
+// b.size() groups of b with replacement, pools them, and evaluates stat on the pooled vectors. Use
+// for tail quantiles such as P99, where steps within a repeat are correlated. Same contract as
+// bootstrap_ci; "empty" means no groups or no values in any group. With one group per side the
+// interval collapses to stat on the pooled data.
+Interval bootstrap_ci_grouped(const std::vector<std::vector<double>>& a,
+                              const std::vector<std::vector<double>>& b, const TwoSampleStat& stat,
+                              int resamples, double level, uint64_t seed);
+
+// Percent change of b relative to a for a statistic f: 100*(f(b)/f(a)-1). Non-finite (and so
+// discarded by the bootstraps) when f(a) is 0 or either f is non-finite.
+TwoSampleStat pct_change(std::function<double(const std::vector<double>&)> f);
+
+struct MannWhitney {
+  double u = NAN;
+  double p_two_sided = NAN;
+  bool exact = false;
+};
+
+// Largest per-sample size for which the exact Mann-Whitney p-value is computed.
+constexpr size_t kMannWhitneyExactMaxN = 20;
+
+// Mann-Whitney U test, two-sided. U is the statistic for sample a: the number of pairs (x in a,
+// y in b) with x > y, ties counting 1/2; swapping a and b gives n_a*n_b - U and the same p.
+// Exact p (permutation distribution by dynamic programming; p = min(1, 2*min(P(U'<=U), P(U'>=U))))
+// when the pooled sample has no ties at all and n_a, n_b <= kMannWhitneyExactMaxN. Otherwise the
+// normal approximation with tie correction and continuity correction (as scipy's
+// method="asymptotic"); p = 1 when every value is equal. Empty input or any NaN -> NaN u and p.
+MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
+
+// Robust z-score of each point against the preceding `window` points: (x[i] - median) /
+// (1.4826 * MAD). Non-finite predecessors are left out; NaN while fewer than 3 finite
+// predecessors remain (so always NaN for window < 3) and for a NaN point. When MAD is 0: 0 if the
+// point equals the median, +/-inf if it differs. Used to detect loss spikes.
+std::vector<double> rolling_robust_z(const std::vector<double>& x, size_t window);
+
+}  // namespace lockstep::stats

@@ -1,0 +1,35 @@
+// Times the phases of a step. CPU: a steady clock at each phase boundary. CUDA with LibTorch 2.x:
+// device events recorded on the current stream at each boundary, read once the step's loss has
+// been copied to the host (that copy is the step's only host sync; timing adds none).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness/compat/torch_compat.h"
+
+namespace lockstep::train {
+
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const torch::Device& device);
+  void start();
+  // Closes the current phase: the time since the previous boundary is booked to `phase`.
+  void mark(const std::string& phase);
+  // Time measured elsewhere (e.g. collectives inside the forward) moved from one phase to another.
+  void move(const std::string& from, const std::string& to, double ms);
+  // Ends the step. Returns phase -> ms (disjoint, summing to the step) and sets step_ms.
+  std::map<std::string, double> finish(double* step_ms);
+
+ private:
+  bool device_events_ = false;
+  torch::Device device_;
+  std::vector<std::string> phases_;
+  std::vector<std::chrono::steady_clock::time_point> host_marks_;
+  std::vector<c10::Event> events_;
+  std::vector<std::tuple<std::string, std::string, double>> moves_;
+};
+
+}  // namespace lockstep::train

@@ -1,0 +1,286 @@
+#include "harness/train/trainer.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "harness/dist/comm.h"
+#include "harness/run_config.h"
+#include "harness/train/checkpoint.h"
+#include "harness/train/faults.h"
+#include "harness/train/memory.h"
+#include "harness/train/optim_config.h"
+#include "harness/train/phase_timer.h"
+#include "variants/attention.h"
+#include "variants/precision.h"
+#include "variants/sharding.h"
+#include "workloads/data.h"
+#include "workloads/gpt.h"
+
+namespace lockstep::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void sleep_ms(double ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  RunConfig run;
+  workloads::ModelConfig model_cfg;
+  workloads::DataConfig data_cfg;
+  OptimConfig optim;
+  FaultConfig faults;
+  CheckpointConfig ckpt_cfg;
+  variants::ParallelConfig par;
+  TrainOptions opts;
+  torch::Device device{torch::kCPU};
+  dist::RankInfo who;
+  std::unique_ptr<dist::Comm> comm;
+  std::unique_ptr<workloads::TokenSource> source;
+  workloads::BatchPlan plan;
+  workloads::GPT model{nullptr};
+  std::unique_ptr<variants::Precision> precision;
+  std::unique_ptr<variants::Sharding> sharding;
+  Progress progress;
+  int64_t first_step = 1;
+  int64_t opt_steps = 0;  // updates applied (AdamW's t)
+
+  torch::Tensor make_batch(int64_t step, int64_t micro, workloads::BatchStats* stats) {
+    const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
+    auto buf = torch::empty({B, L}, torch::kInt64);  // (B, T+1)
+    int64_t* p = buf.data_ptr<int64_t>();
+    for (int64_t row = 0; row < B; ++row) source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
+    if (faults.corrupt_batch_at == step) buf.fill_(p[0]);  // a degenerate batch: one token repeated
+    if (stats) *stats = workloads::batch_stats(p, static_cast<size_t>(B * L));
+    return buf.to(device);
+  }
+};
+
+Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOptions opts) : impl_(std::make_unique<Impl>()) {
+  auto& s = *impl_;
+  s.run = RunConfig::from(cfg);
+  s.model_cfg = workloads::ModelConfig::from(cfg);
+  s.data_cfg = workloads::DataConfig::from(cfg);
+  s.optim = OptimConfig::from(cfg);
+  s.faults = FaultConfig::from(cfg);
+  s.ckpt_cfg = CheckpointConfig::from(cfg);
+  s.par = variants::ParallelConfig::from(cfg);
+  s.opts = std::move(opts);
+  s.who = who;
+  if (who.world_size != s.par.world_size)
+    cfg.fail("parallel.world_size", "the config asks for " + std::to_string(s.par.world_size) + " ranks but the job has " +
+                                        std::to_string(who.world_size) + " (launch with --nproc " + std::to_string(s.par.world_size) + ")");
+
+  if (s.run.device == "cuda") {
+    if (!torch::cuda::is_available())
+      cfg.fail("run.device", "cuda requested but this LibTorch (" + std::string(compat::torch_version()) + ") sees no CUDA device");
+    s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count())));
+  }
+
+  // Determinism: fixed threads, deterministic kernels, fixed seed.
+  at::set_num_threads(static_cast<int>(s.run.threads));
+  at::set_num_interop_threads(1);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  torch::manual_seed(static_cast<uint64_t>(s.run.seed));
+  install_memory_tracking();
+
+  try {
+    s.precision = std::make_unique<variants::Precision>(variants::PrecisionConfig::from(cfg), s.device);
+  } catch (const std::invalid_argument& e) {
+    cfg.fail("precision.compute", e.what());
+  }
+
+  try {
+    s.source = workloads::make_source(s.data_cfg, s.model_cfg.vocab_size, s.model_cfg.seq_len + 1, static_cast<uint64_t>(s.run.seed));
+  } catch (const std::runtime_error& e) {
+    cfg.fail(s.data_cfg.source == "synthetic" ? "data.source" : "data.path", e.what());
+  }
+  s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
+
+  s.model = workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
+  s.model->to(s.device);
+  s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
+  s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
+  s.sharding = std::make_unique<variants::Sharding>(s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
+
+  if (!s.opts.resume_from.empty()) {
+    auto st = load_checkpoint(s.opts.resume_from, *s.sharding, who.rank);
+    s.first_step = st.step + 1;
+    s.opt_steps = st.opt_steps;
+    s.precision->set_state(st.loss_scale, st.clean_steps);
+  }
+}
+
+Trainer::~Trainer() = default;
+Progress& Trainer::progress() { return impl_->progress; }
+int64_t Trainer::first_step() const { return impl_->first_step; }
+int Trainer::rank() const { return impl_->who.rank; }
+int Trainer::world() const { return impl_->who.world_size; }
+
+TrainOutcome Trainer::run(StepObserver& observer) {
+  auto& s = *impl_;
+  TrainOutcome out;
+  out.loss_floor = s.source->loss_floor();
+  out.env = describe_environment(s.run.device, s.run.threads, s.who.world_size);
+  out.env["precision"] = s.precision->describe();
+  out.env["data"] = s.source->describe();
+  out.env["comm_backend"] = s.comm->backend_name();
+  if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
+    out.env["reduce_scatter"] = "emulated by all-reduce (this Gloo has no reduce_scatter)";
+
+  const int64_t last_step = s.opts.stop_after > 0 ? std::min(s.opts.stop_after, s.run.steps) : s.run.steps;
+  PhaseTimer timer(s.device);
+  observer.on_start(s.first_step, last_step);
+  reset_peak_tensor_bytes(s.device);
+  reset_peak_rss();
+
+  try {
+    run_steps(s, out, observer, timer, last_step);
+  } catch (const dist::CommError& e) {
+    out.status = "lost_rank";
+    out.failure = e.what();
+    out.failed_step = s.progress.step.load();
+  } catch (const std::exception& e) {
+    out.status = "failed";
+    out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    out.failed_step = s.progress.step.load();
+  }
+  s.progress.phase = "done";
+  out.memory = s.sharding->accounting();
+  out.peak_memory_bytes = peak_tensor_bytes(s.device);
+  out.peak_rss_bytes = peak_rss_bytes();
+  out.overflow_skips = s.precision->overflow_skips();
+  return out;
+}
+
+void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer, int64_t last_step) {
+  const int64_t A = s.data_cfg.grad_accum;
+  const int64_t tokens_per_step = s.data_cfg.batch_size * A * s.model_cfg.seq_len;
+  for (int64_t step = s.first_step; step <= last_step; ++step) {
+    s.progress.step = step;
+    s.progress.step_started_ns = now_ns();
+    StepRecord rec;
+    rec.step = step;
+    rec.rank = s.who.rank;
+    rec.tokens = tokens_per_step;
+    rec.timed = step > s.run.warmup_steps;
+    rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
+
+    if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
+
+    timer.start();
+    s.sharding->begin_step();
+    torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
+    for (int64_t micro = 0; micro < A; ++micro) {
+      s.progress.phase = "data";
+      workloads::BatchStats bstats;
+      auto batch = s.make_batch(step, micro, micro == 0 ? &bstats : nullptr);  // (B, T+1)
+      if (micro == 0) rec.batch_entropy = bstats.token_entropy, rec.batch_repeat_share = bstats.repeat_share, rec.batch_hash = bstats.hash;
+      auto x = batch.narrow(1, 0, s.model_cfg.seq_len);  // (B, T)
+      auto y = batch.narrow(1, 1, s.model_cfg.seq_len);  // (B, T)
+      timer.mark("data");
+
+      s.progress.phase = "forward";
+      torch::Tensor loss;
+      {
+        auto scope = s.precision->forward_scope();
+        auto logits = s.model->forward(x);  // (B, T, V)
+        loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, s.model_cfg.vocab_size}), y.reshape({-1}));
+      }
+      if (s.faults.nonfinite_at == step) loss = loss * std::numeric_limits<float>::quiet_NaN();
+      timer.mark("forward");
+      timer.move("forward", "comm", s.comm->take_ms());
+
+      s.progress.phase = "backward";
+      (loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
+      timer.mark("backward");
+      timer.move("backward", "comm", s.comm->take_ms());
+
+      s.progress.phase = "comm";
+      s.sharding->end_backward(micro == A - 1);
+      timer.mark("comm");
+      s.comm->take_ms();  // already booked as the comm phase
+      loss_sum += loss.detach().to(torch::kFloat64);
+    }
+
+    s.progress.phase = "optimizer";
+    // Global mean loss: every rank holds an equal share of the global batch.
+    auto local_loss = loss_sum / static_cast<double>(A);
+    auto global_loss = local_loss.clone();
+    s.comm->allreduce_sum(global_loss, "all_reduce(loss)");
+    global_loss /= static_cast<double>(s.who.world_size);
+
+    const double inv_scale = 1.0 / s.precision->loss_scale();
+    if (inv_scale != 1.0) s.sharding->scale_grads(inv_scale);
+    if (s.faults.grad_blowup_at == step) {
+      // An exploding gradient: noise far above the gradient's own scale, in a random direction.
+      auto sq = s.sharding->unit_grad_norms_sq();
+      double norm = 0;
+      for (double v : sq) norm += v;
+      const double rms = std::sqrt(norm / static_cast<double>(s.sharding->padded_numel()));
+      s.sharding->perturb_grads(1e3 * std::max(rms, 1e-8), static_cast<uint64_t>(s.run.seed) + static_cast<uint64_t>(step));
+    }
+    auto unit_sq = s.sharding->unit_grad_norms_sq();
+    double norm_sq = 0;
+    for (double v : unit_sq) {
+      norm_sq += v;
+      rec.unit_grad_norms.push_back(std::sqrt(v));
+    }
+    rec.grad_norm = std::sqrt(norm_sq);
+    const bool finite = std::isfinite(rec.grad_norm);
+    if (!finite) rec.nonfinite_grads = s.sharding->count_nonfinite_grads();
+    rec.loss_scale = s.precision->loss_scale();
+    const bool skip = s.precision->update(finite);
+    rec.overflow = !finite;
+    rec.skipped = skip;
+    if (!skip) {
+      if (s.optim.clip_grad_norm > 0 && rec.grad_norm > s.optim.clip_grad_norm)
+        s.sharding->scale_grads(s.optim.clip_grad_norm / (rec.grad_norm + 1e-6));
+      s.sharding->step(rec.lr, ++s.opt_steps);
+    }
+    timer.mark("optimizer");
+    timer.move("optimizer", "comm", s.comm->take_ms());
+
+    // Injected delays: part of the step, booked as "other".
+    s.progress.phase = "other";
+    if (s.faults.stalls_at(step)) sleep_ms(static_cast<double>(s.faults.stall_ms));
+    if (s.faults.stall_rank == s.who.rank && s.faults.stall_at == step) sleep_ms(static_cast<double>(s.faults.stall_ms));
+    if (s.faults.slowdown_pct > 0) {
+      double so_far = std::chrono::duration<double, std::milli>(std::chrono::nanoseconds(now_ns() - s.progress.step_started_ns)).count();
+      sleep_ms(so_far * s.faults.slowdown_pct / 100.0);
+    }
+    rec.loss = global_loss.item<double>();  // the step's one host sync
+    rec.local_loss = local_loss.item<double>();
+    timer.mark("other");
+    rec.phase_ms = timer.finish(&rec.step_ms);
+    rec.comm_bytes = s.comm->take_bytes();
+    s.progress.phase = "checkpoint";
+
+    out.records.push_back(rec);
+    observer.on_step(rec);
+    if (!std::isfinite(rec.loss)) {
+      out.status = "nonfinite";
+      out.failed_step = step;
+      out.failure = "non-finite loss at step " + std::to_string(step) +
+                    (s.faults.nonfinite_at == step ? " (injected: faults.nonfinite_at)" : "");
+      break;
+    }
+    if (s.ckpt_cfg.every > 0 && step % s.ckpt_cfg.every == 0 && step < s.run.steps)
+      save_checkpoint(s.opts.out_dir / "checkpoints", step, CheckpointState{step, s.opt_steps, s.precision->state().first, s.precision->state().second},
+                      *s.sharding, *s.comm, s.ckpt_cfg.keep);
+  }
+}
+
+}  // namespace lockstep::train

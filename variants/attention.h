@@ -1,0 +1,15 @@
+// Attention variants: the kernel the model's attention layer calls. The model is unchanged; the
+// variant only chooses which function computes softmax(QK^T / sqrt(hd) + causal mask) V.
+#pragma once
+
+#include "workloads/gpt.h"
+#include "variants/variant_config.h"
+
+namespace lockstep::variants {
+
+// "math": the explicit reference, materialising the (B, H, T, T) score matrix.
+// "fused": LibTorch's scaled-dot-product attention (flash / memory-efficient kernels on CUDA with
+// LibTorch 2.x; a fused CPU kernel or its own math fallback elsewhere).
+workloads::AttentionKernel make_attention(const AttentionConfig& cfg);
+
+}  // namespace lockstep::variants

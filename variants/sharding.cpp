@@ -1,0 +1,307 @@
+#include "variants/sharding.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "harness/train/adamw.h"
+
+namespace lockstep::variants {
+namespace fs = std::filesystem;
+
+struct Sharding::Unit {
+  int index = 0;
+  std::vector<torch::Tensor> params;  // the model's parameters: views into `full` after setup
+  std::vector<int64_t> offsets;
+  int64_t numel = 0, padded = 0, shard = 0;
+  torch::Tensor full;        // (padded) parameters; stage 3: storage only while gathered
+  torch::Tensor grad;        // (padded) gradients; the parameters' .grad are views into it
+  torch::Tensor grad_shard;  // (shard) stage 2/3: the owned, reduced gradient
+  torch::Tensor master;      // owned parameters: full (0), a view of full's shard (1, 2), own (3)
+  torch::Tensor m, v;        // AdamW moments, shaped like master
+  torch::Tensor decay;       // 1 where weight decay applies, shaped like master
+  bool gathered = true;
+  bool grad_live = true;
+};
+
+Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb, const train::OptimConfig& optim)
+    : model_(model), comm_(comm), stage_(stage),
+      bucket_numel_(std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4))), optim_(optim) {
+  torch::NoGradGuard no_grad;
+  const int64_t W = comm_.world(), r = comm_.rank();
+  auto unit_params = model_->unit_parameters();
+  for (size_t i = 0; i < unit_params.size(); ++i) {
+    auto u = std::make_unique<Unit>();
+    u->index = static_cast<int>(i);
+    u->params = unit_params[i];
+    for (const auto& p : u->params) {
+      u->offsets.push_back(u->numel);
+      u->numel += p.numel();
+    }
+    u->padded = (u->numel + W - 1) / W * W;  // pad, never fall back
+    u->shard = u->padded / W;
+    const auto opts = u->params.front().options();
+    u->full = torch::zeros({u->padded}, opts);
+    u->grad = torch::zeros({u->padded}, opts);
+    auto decay_full = torch::zeros({u->padded}, opts);
+    for (size_t k = 0; k < u->params.size(); ++k) {
+      auto& p = u->params[k];
+      const int64_t off = u->offsets[k], n = p.numel();
+      u->full.narrow(0, off, n).copy_(p.reshape({-1}));
+      p.set_data(u->full.narrow(0, off, n).view(p.sizes()));
+      p.mutable_grad() = u->grad.narrow(0, off, n).view(p.sizes());
+      if (p.dim() >= 2) decay_full.narrow(0, off, n).fill_(1.0);
+    }
+    if (stage_ == 0) {
+      u->master = u->full;
+      u->decay = decay_full;
+    } else {
+      u->master = stage_ == 3 ? u->full.narrow(0, r * u->shard, u->shard).clone()
+                              : u->full.narrow(0, r * u->shard, u->shard);
+      u->decay = decay_full.narrow(0, r * u->shard, u->shard).clone();
+    }
+    if (stage_ >= 2) u->grad_shard = torch::zeros({u->shard}, opts);
+    u->m = torch::zeros_like(u->master);
+    u->v = torch::zeros_like(u->master);
+    units_.push_back(std::move(u));
+  }
+  if (stage_ >= 2)
+    for (auto& u : units_) release_grad_storage(*u);
+  if (stage_ == 3) {
+    for (auto& u : units_) release_params(*u);
+    model_->set_hooks(this);
+  }
+}
+
+Sharding::~Sharding() {
+  if (stage_ == 3) model_->set_hooks(nullptr);
+}
+
+void Sharding::gather_params(Unit& u) {
+  if (u.gathered) return;
+  compat::resize_storage_bytes(u.full, static_cast<size_t>(u.padded) * u.full.element_size());
+  comm_.allgather(u.master, u.full, "all_gather(params)");
+  u.gathered = true;
+}
+
+void Sharding::release_params(Unit& u) {
+  if (!u.gathered) return;
+  compat::resize_storage_bytes(u.full, 0);
+  u.gathered = false;
+}
+
+void Sharding::ensure_grad_storage(Unit& u) {
+  if (u.grad_live) return;
+  compat::resize_storage_bytes(u.grad, static_cast<size_t>(u.padded) * u.grad.element_size());
+  u.grad.zero_();
+  u.grad_live = true;
+}
+
+void Sharding::release_grad_storage(Unit& u) {
+  if (!u.grad_live) return;
+  compat::resize_storage_bytes(u.grad, 0);
+  u.grad_live = false;
+}
+
+torch::Tensor& Sharding::owned_grad(Unit& u) { return stage_ >= 2 ? u.grad_shard : u.grad; }
+
+void Sharding::begin_step() {
+  first_micro_ = true;
+  for (auto& u : units_) {
+    if (stage_ <= 1) u->grad.zero_();
+    else if (stage_ == 2) ensure_grad_storage(*u);
+    else u->grad_shard.zero_();  // stage 3: full buffers come back just before each backward
+  }
+}
+
+// Reduce-scatter one unit's gradient into its shard (stage 2/3) and free the full buffer.
+void Sharding::reduce_unit(Unit& u, bool accumulate) {
+  torch::NoGradGuard no_grad;
+  if (accumulate) {
+    auto tmp = torch::empty_like(u.grad_shard);
+    comm_.reduce_scatter_sum(u.grad, tmp, "reduce_scatter(grads)");
+    u.grad_shard.add_(tmp);
+  } else {
+    comm_.reduce_scatter_sum(u.grad, u.grad_shard, "reduce_scatter(grads)");
+  }
+  release_grad_storage(u);
+}
+
+void Sharding::end_backward(bool last) {
+  torch::NoGradGuard no_grad;
+  const double inv_w = 1.0 / comm_.world();
+  if (stage_ <= 1) {
+    if (!last) return;
+    for (auto& u : units_) {
+      for (int64_t off = 0; off < u->padded; off += bucket_numel_) {
+        auto bucket = u->grad.narrow(0, off, std::min(bucket_numel_, u->padded - off));
+        comm_.allreduce_sum(bucket, "all_reduce(grad bucket)");
+      }
+      if (comm_.world() > 1) u->grad.mul_(inv_w);
+    }
+  } else if (stage_ == 2) {
+    if (!last) return;
+    for (auto& u : units_) {
+      reduce_unit(*u, false);
+      if (comm_.world() > 1) u->grad_shard.mul_(inv_w);
+    }
+  } else {
+    // Units L..2 were reduced by the pre-backward hooks; block 0 and the root remain.
+    for (int i = next_to_finalize_; i >= 0; --i) {
+      reduce_unit(*units_[static_cast<size_t>(i)], !first_micro_);
+      release_params(*units_[static_cast<size_t>(i)]);
+    }
+    next_to_finalize_ = -1;
+    if (last && comm_.world() > 1)
+      for (auto& u : units_) u->grad_shard.mul_(inv_w);
+  }
+  first_micro_ = false;
+}
+
+void Sharding::before_forward(int unit) {
+  Unit& u = *units_[static_cast<size_t>(unit)];
+  gather_params(u);
+  if (unit == 0) ensure_grad_storage(u);  // the root stays gathered through forward and backward
+}
+
+void Sharding::after_forward(int unit, torch::Tensor& out) {
+  if (unit == 0) {
+    // Backward starts at the logits: the last block is the first to finish its backward.
+    next_to_finalize_ = static_cast<int>(units_.size()) - 1;
+    if (out.requires_grad()) out.register_hook([this](torch::Tensor) { pre_backward(next_to_finalize_ + 1); });
+    return;
+  }
+  release_params(*units_[static_cast<size_t>(unit)]);
+  if (out.requires_grad()) out.register_hook([this, unit](torch::Tensor) { pre_backward(unit); });
+}
+
+// Called when the gradient of unit `unit`'s output is complete, i.e. just before that unit's
+// backward runs, and after every unit above it has finished (their AccumulateGrad nodes run first).
+void Sharding::pre_backward(int unit) {
+  torch::NoGradGuard no_grad;
+  const int last_unit = static_cast<int>(units_.size()) - 1;
+  for (int i = next_to_finalize_; i > unit && i >= 1; --i) {
+    if (i > last_unit) continue;
+    reduce_unit(*units_[static_cast<size_t>(i)], !first_micro_);
+    release_params(*units_[static_cast<size_t>(i)]);
+  }
+  if (unit <= last_unit) {
+    next_to_finalize_ = unit;
+    Unit& u = *units_[static_cast<size_t>(unit)];
+    gather_params(u);
+    ensure_grad_storage(u);
+  }
+}
+
+std::vector<double> Sharding::unit_grad_norms_sq() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (auto& u : units_) parts.push_back(owned_grad(*u).norm(2).pow(2).to(torch::kFloat64));
+  auto all = torch::stack(parts);
+  if (stage_ >= 2) comm_.allreduce_sum(all, "all_reduce(grad norm)");
+  all = all.cpu();
+  std::vector<double> out(static_cast<size_t>(all.numel()));
+  for (int64_t i = 0; i < all.numel(); ++i) out[static_cast<size_t>(i)] = all[i].item<double>();
+  return out;
+}
+
+int64_t Sharding::count_nonfinite_grads() {
+  torch::NoGradGuard no_grad;
+  auto n = torch::zeros({1}, torch::kFloat64);
+  for (auto& u : units_) n += (~torch::isfinite(owned_grad(*u))).sum().to(torch::kFloat64).cpu();
+  if (stage_ >= 2) comm_.allreduce_sum(n, "all_reduce(nonfinite count)");
+  return static_cast<int64_t>(n.item<double>());
+}
+
+void Sharding::scale_grads(double s) {
+  torch::NoGradGuard no_grad;
+  for (auto& u : units_) owned_grad(*u).mul_(s);
+}
+
+void Sharding::perturb_grads(double std, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  // Stage 0/1 hold the same reduced gradient on every rank: same seed everywhere. Stage 2/3
+  // perturb their own shard.
+  auto gen = at::detail::createCPUGenerator(seed + (stage_ >= 2 ? static_cast<uint64_t>(comm_.rank()) : 0));
+  for (auto& u : units_) {
+    auto& g = owned_grad(*u);
+    auto noise = at::normal(0.0, std, {g.numel()}, gen, torch::TensorOptions().dtype(torch::kFloat32));
+    g.add_(noise.to(g.device()));
+  }
+}
+
+void Sharding::step(double lr, int64_t t) {
+  torch::NoGradGuard no_grad;
+  for (auto& u : units_) {
+    auto g = stage_ == 1 ? u->grad.narrow(0, comm_.rank() * u->shard, u->shard) : owned_grad(*u);
+    train::adamw_update(u->master, g, u->m, u->v, u->decay, lr, t, optim_);
+  }
+  if (stage_ == 1 || stage_ == 2)
+    for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
+}
+
+MemoryAccounting Sharding::accounting() const {
+  MemoryAccounting a;
+  for (const auto& u : units_) {
+    const int64_t es = u->full.element_size();
+    a.param_bytes_per_rank += (stage_ == 3 ? u->shard : u->padded) * es;
+    a.grad_bytes_per_rank += (stage_ >= 2 ? u->shard : u->padded) * es;
+    a.optimizer_state_bytes_per_rank += 2 * u->master.numel() * es;
+  }
+  return a;
+}
+
+int64_t Sharding::padded_numel() const {
+  int64_t n = 0;
+  for (const auto& u : units_) n += u->padded;
+  return n;
+}
+
+namespace {
+fs::path state_file(const fs::path& dir, int stage, int rank) {
+  return dir / ("optimizer.rank" + std::to_string(stage == 0 ? 0 : rank) + ".pt");
+}
+}  // namespace
+
+void Sharding::save(const fs::path& dir) const {
+  if (stage_ == 0 && comm_.rank() != 0) return;
+  torch::serialize::OutputArchive ar;
+  ar.write("meta", torch::tensor({static_cast<int64_t>(stage_), static_cast<int64_t>(comm_.world()), padded_numel()}));
+  for (const auto& u : units_) {
+    const std::string k = "u" + std::to_string(u->index);
+    ar.write(k + ".master", u->master.cpu());
+    ar.write(k + ".m", u->m.cpu());
+    ar.write(k + ".v", u->v.cpu());
+  }
+  fs::path final_path = state_file(dir, stage_, comm_.rank());
+  fs::path tmp = final_path;
+  tmp += ".tmp";
+  ar.save_to(tmp.string());
+  fs::rename(tmp, final_path);
+}
+
+void Sharding::load(const fs::path& dir) {
+  torch::NoGradGuard no_grad;
+  torch::serialize::InputArchive ar;
+  const fs::path path = state_file(dir, stage_, comm_.rank());
+  ar.load_from(path.string());
+  torch::Tensor meta;
+  ar.read("meta", meta);
+  if (meta[0].item<int64_t>() != stage_ || meta[1].item<int64_t>() != comm_.world() || meta[2].item<int64_t>() != padded_numel())
+    throw std::runtime_error(path.string() + ": checkpoint was written with zero_stage " + std::to_string(meta[0].item<int64_t>()) +
+                             " on " + std::to_string(meta[1].item<int64_t>()) + " ranks; this run has zero_stage " +
+                             std::to_string(stage_) + " on " + std::to_string(comm_.world()));
+  for (auto& u : units_) {
+    const std::string k = "u" + std::to_string(u->index);
+    torch::Tensor t;
+    ar.read(k + ".master", t);
+    u->master.copy_(t);
+    ar.read(k + ".m", t);
+    u->m.copy_(t);
+    ar.read(k + ".v", t);
+    u->v.copy_(t);
+  }
+  if (stage_ == 1 || stage_ == 2)
+    for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
+}
+
+}  // namespace lockstep::variants

@@ -1,0 +1,40 @@
+// [precision], [attention], [parallel]: the optimizations a variant switches. Each is owned by
+// its variant layer (precision.h, attention.h, sharding.h) and applied over the unchanged model.
+#pragma once
+
+#include <string>
+
+#include "harness/config/config.h"
+
+namespace lockstep::variants {
+
+struct PrecisionConfig {
+  std::string compute;  // "fp32" | "tf32" | "bf16" | "fp16"
+  double loss_scale = 0;          // fp16: initial dynamic loss scale
+  int64_t growth_interval = 0;    // fp16: clean steps before the scale doubles
+  static PrecisionConfig from(const config::Config& cfg);
+};
+
+struct AttentionConfig {
+  std::string impl;  // "math" | "fused"
+  static AttentionConfig from(const config::Config& cfg);
+};
+
+struct ParallelConfig {
+  int64_t world_size = 1;
+  int64_t zero_stage = 0;
+  std::string backend;  // "auto" | "gloo" | "nccl"
+  double bucket_mb = 0;
+  double timeout_s = 0;  // collective timeout
+  static ParallelConfig from(const config::Config& cfg);
+};
+
+const config::SectionSchema& precision_schema();
+const config::SectionSchema& attention_schema();
+const config::SectionSchema& parallel_schema();
+
+// How a change of precision.compute is judged: tf32 is a no-op on CPU (exact); bf16/fp16 change
+// rounding (approximate: judged against the seed band).
+config::Knob precision_knob(const std::string& from, const std::string& to, const std::string& device);
+
+}  // namespace lockstep::variants

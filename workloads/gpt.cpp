@@ -1,0 +1,102 @@
+#include "workloads/gpt.h"
+
+#include <cmath>
+
+namespace lockstep::workloads {
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, AttentionKernel kernel)
+    : n_heads_(cfg.n_heads), kernel_(std::move(kernel)) {
+  c_attn = register_module("c_attn", torch::nn::Linear(cfg.d_model, 3 * cfg.d_model));
+  c_proj = register_module("c_proj", torch::nn::Linear(cfg.d_model, cfg.d_model));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / n_heads_;
+  auto qkv = c_attn(x);                                   // (B, T, 3*C)
+  auto parts = qkv.split(C, /*dim=*/2);                   // 3 x (B, T, C)
+  auto q = parts[0].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
+  auto k = parts[1].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
+  auto v = parts[2].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
+  auto y = kernel_(q, k, v);                              // (B, H, T, hd)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});     // (B, T, C)
+  return c_proj(y);                                       // (B, T, C)
+}
+
+MLPImpl::MLPImpl(const ModelConfig& cfg) {
+  c_fc = register_module("c_fc", torch::nn::Linear(cfg.d_model, 4 * cfg.d_model));
+  c_proj = register_module("c_proj", torch::nn::Linear(4 * cfg.d_model, cfg.d_model));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  return c_proj(torch::gelu(c_fc(x), "tanh"));  // (B, T, 4*C) -> (B, T, C)
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg, AttentionKernel kernel) {
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+  attn = register_module("attn", CausalSelfAttention(cfg, std::move(kernel)));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+  mlp = register_module("mlp", MLP(cfg));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+  auto y = x + attn(ln_1(x));  // (B, T, C)
+  return y + mlp(ln_2(y));     // (B, T, C)
+}
+
+GPTImpl::GPTImpl(const ModelConfig& cfg, AttentionKernel kernel) : cfg_(cfg) {
+  wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
+  wpe = register_module("wpe", torch::nn::Embedding(cfg.seq_len, cfg.d_model));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    blocks_.push_back(Block(cfg, kernel));
+    h->push_back(blocks_.back());
+  }
+  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+  init_weights();
+}
+
+void GPTImpl::init_weights() {
+  torch::NoGradGuard no_grad;
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg_.n_layers));
+  // Fixed order (registration order) so the same seed gives the same weights everywhere.
+  for (auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const bool is_weight = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;
+    if (name.find("ln_") != std::string::npos) {
+      is_weight ? p.fill_(1.0) : p.zero_();
+    } else if (!is_weight) {
+      p.zero_();  // Linear biases
+    } else if (name.find("c_proj.weight") != std::string::npos) {
+      p.normal_(0.0, proj_std);  // residual projections
+    } else {
+      p.normal_(0.0, 0.02);
+    }
+  }
+}
+
+std::vector<std::vector<torch::Tensor>> GPTImpl::unit_parameters() {
+  std::vector<std::vector<torch::Tensor>> units;
+  units.push_back({wte->weight, wpe->weight, ln_f->weight, ln_f->bias});
+  for (auto& b : blocks_) units.push_back(b->parameters(/*recurse=*/true));
+  return units;
+}
+
+torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  if (hooks_) hooks_->before_forward(0);
+  auto pos = torch::arange(T, idx.options());        // (T)
+  auto x = wte(idx) + wpe(pos);                       // (B, T, C)
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const int unit = static_cast<int>(i) + 1;
+    if (hooks_) hooks_->before_forward(unit);
+    x = blocks_[i]->forward(x);                       // (B, T, C)
+    if (hooks_) hooks_->after_forward(unit, x);
+  }
+  x = ln_f(x);                                        // (B, T, C)
+  auto logits = torch::matmul(x, wte->weight.t());    // (B, T, V), head tied to wte
+  if (hooks_) hooks_->after_forward(0, logits);
+  return logits;
+}
+
+}  // namespace lockstep::workloads
