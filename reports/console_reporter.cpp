@@ -1,0 +1,119 @@
+#include "reports/console_reporter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "reports/run_console.h"
+
+namespace lockstep::reports {
+namespace {
+
+// Terminal columns of a UTF-8 string (one per code point; the reports use no wide characters).
+size_t columns(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// Left-aligned columns, two spaces apart, indented by two.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], columns(row[i]));
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += " " + row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - columns(row[i]) + 1, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string general(double x) {
+  if (!std::isfinite(x)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+std::vector<std::string> delta_row(const std::string& metric, const std::string& b, const std::string& v,
+                                   const compare::Delta& d, const std::string& unit) {
+  return {metric, b, v, text::delta_value(d, unit), text::delta_ci(d, unit), text::p_value(d), d.known ? d.wording : ""};
+}
+
+}  // namespace
+
+std::string ConsoleReporter::render(const compare::CompareResult& r) const {
+  using text::fixed;
+  std::ostringstream o;
+  const bool pass = r.verdict == "pass";
+  const std::string rule = unicode_ ? "══" : "==";
+  o << rule << " Lockstep compare: " << (pass ? "PASS" : "FAIL") << " " << rule << "  (exit " << r.exit_code
+    << ", mode " << r.mode << ", " << fixed(r.wall_seconds, 1) << " s)\n";
+  o << table({{"baseline", r.baseline.name, r.baseline.config_path}, {"variant", r.variant.name, r.variant.config_path}});
+
+  o << "\nChanged keys\n";
+  if (r.changes.empty()) o << "  (none: the configs are identical)\n";
+  for (const auto& c : r.changes)
+    o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob) << ")\n";
+
+  if (!r.warnings.empty()) {
+    o << "\nWarnings\n";
+    for (const auto& w : r.warnings) o << "  ! " << w << "\n";
+  }
+  if (!r.failed_arm.empty()) o << "\nRun failed\n  " << r.failed_arm << ": " << r.failure << "\n";
+
+  const auto& a = r.alignment;
+  o << "\nAlignment (" << a.klass << ", loss at step " << a.check_step << ")\n";
+  std::vector<std::vector<std::string>> rows{
+      {"loss", "baseline " + a.baseline_rounded, "variant " + a.variant_rounded,
+       "|delta| " + general(a.abs_diff) + " (tolerance " + general(a.tolerance) + ")"}};
+  if (a.band) {
+    std::string seeds;
+    for (auto s : a.band->seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(s);
+    rows.push_back({"seed band", "seeds " + seeds, fixed(a.band->lo, 4) + " .. " + fixed(a.band->hi, 4),
+                    "half-width " + general(a.band->half_width) + (a.band->inside ? ", variant inside" : ", variant OUTSIDE")});
+  }
+  rows.push_back({"curve", "max |delta| " + general(a.max_abs_diff),
+                  a.first_divergent_step ? "first divergent step " + std::to_string(a.first_divergent_step)
+                                         : "no divergent step"});
+  o << table(rows);
+  o << "  " << (a.aligned ? "aligned" : "NOT aligned") << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
+
+  o << "\nPerformance (" << r.repeats << " repeats per arm; medians, 95% bootstrap CI, Mann-Whitney p)\n";
+  const auto& b = r.baseline;
+  const auto& v = r.variant;
+  std::string mem_delta = r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a";
+  o << table({{"", "baseline", "variant", "delta", "95% CI", "p", ""},
+              delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0), r.delta.tokens_per_sec_pct, "%"),
+              delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
+              delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2), r.delta.p50_ms_pct, "%"),
+              delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2), r.delta.p99_ms_pct, "%"),
+              {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+               human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
+  if (r.too_few_repeats) o << "  ! too few repeats for a significance test: deltas are indicative only\n";
+  if (r.determinism.checked)
+    o << "  determinism: baseline " << (r.determinism.baseline_ok ? "ok" : "NOT deterministic") << ", variant "
+      << (r.determinism.variant_ok ? "ok" : "NOT deterministic")
+      << (r.determinism.detail.empty() ? "" : " (" + r.determinism.detail + ")") << "\n";
+
+  o << "\nChecks\n";
+  std::vector<std::vector<std::string>> checks;
+  for (const auto& c : r.checks)
+    checks.push_back({(unicode_ ? (c.passed ? "✔ " : "✘ ") : (c.passed ? "[ ok ] " : "[FAIL] ")) + c.name, c.detail});
+  o << (checks.empty() ? "  (none)\n" : table(checks));
+
+  o << "\nPolicy" << (r.policy_source.empty() ? "" : " (" + r.policy_source + ")") << "\n";
+  for (const auto& line : text::lines(r.policy.describe())) o << "  " << line << "\n";
+  if (!r.out_dir.empty()) o << "\nReports in " << r.out_dir << "\n";
+  return o.str();
+}
+
+}  // namespace lockstep::reports

@@ -1,0 +1,63 @@
+#include "reports/junit_reporter.h"
+
+#include <sstream>
+
+namespace lockstep::reports {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      case '\t': out += "&#9;"; break;
+      default:
+        if (c >= 0x20 && c != 0x7F) out += ch;  // XML 1.0 forbids the other C0 controls
+    }
+  }
+  return out;
+}
+
+std::string JunitReporter::render(const compare::CompareResult& r) const {
+  size_t failures = 0;
+  for (const auto& c : r.checks) failures += c.passed ? 0 : 1;
+  const std::string counts = " tests=\"" + std::to_string(r.checks.size()) + "\" failures=\"" +
+                             std::to_string(failures) + "\" errors=\"0\" skipped=\"0\" time=\"" +
+                             text::fixed(r.wall_seconds, 3) + "\"";
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    << "<testsuites name=\"lockstep\"" << counts << ">\n"
+    << "  <testsuite name=\"lockstep.gate\"" << counts << ">\n"
+    << "    <properties>\n";
+  auto property = [&](const std::string& name, const std::string& value) {
+    o << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value) << "\"/>\n";
+  };
+  property("verdict", r.verdict);
+  property("exit_code", std::to_string(r.exit_code));
+  property("mode", r.mode);
+  property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
+  property("variant", r.variant.name + " (" + r.variant.config_path + ")");
+  for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
+  o << "    </properties>\n";
+  for (const auto& c : r.checks) {
+    o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name) << "\" time=\"0\"";
+    if (c.passed) {
+      o << ">\n      <system-out>" << xml_escape(c.detail) << "</system-out>\n    </testcase>\n";
+    } else {
+      o << ">\n      <failure message=\"" << xml_escape(c.detail) << "\" type=\"gate\">" << xml_escape(c.detail)
+        << "</failure>\n    </testcase>\n";
+    }
+  }
+  if (!r.failed_arm.empty())
+    o << "    <system-err>" << xml_escape(r.failed_arm + ": " + r.failure) << "</system-err>\n";
+  o << "  </testsuite>\n</testsuites>\n";
+  return o.str();
+}
+
+}  // namespace lockstep::reports

@@ -1,0 +1,460 @@
+// Tests for the comparison reporters (reports/reporter.h): every format rendered from one
+// synthetic CompareResult (tests/fixtures/compare_fixture.h), asserting on values, escaping,
+// non-finite handling, the factory, atomic writes and the gnuplot fallback.
+#include "reports/reporter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "fixtures/compare_fixture.h"
+#include "harness/util/files.h"
+#include "reports/console_reporter.h"
+#include "reports/html_reporter.h"
+#include "reports/json_reporter.h"
+#include "reports/junit_reporter.h"
+#include "reports/markdown_reporter.h"
+#include "reports/plots.h"
+
+namespace lockstep::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::set<std::string> keys(const json& j) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : j.items()) out.insert(k);
+  return out;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+// Every value that follows one of the markers, up to the next quote or ')'.
+std::vector<std::string> values_after(const std::string& text, const std::vector<std::string>& markers) {
+  std::vector<std::string> out;
+  for (const auto& m : markers)
+    for (size_t at = text.find(m); at != std::string::npos; at = text.find(m, at + 1)) {
+      size_t begin = at + m.size();
+      out.push_back(text.substr(begin, text.find_first_of("'\")", begin) - begin));
+    }
+  return out;
+}
+
+json render_json(const compare::CompareResult& r) { return json::parse(JsonReporter().render(r)); }
+
+// Sets an environment variable for the lifetime of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// A fresh empty folder under the system temp folder, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "reports_test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// --- report.json ---------------------------------------------------------------------------------
+
+TEST(JsonReport, HasExactlyTheContractFields) {
+  json j = render_json(testing::make_compare_result());
+  EXPECT_EQ(keys(j), (std::set<std::string>{"verdict", "exit_code", "mode", "alignment", "baseline", "variant", "delta",
+                                            "changed_knobs", "changes", "warnings", "checks", "policy", "policy_source",
+                                            "determinism", "failed_arm", "failure", "repeats", "too_few_repeats",
+                                            "wall_seconds", "environment"}));
+  EXPECT_EQ(keys(j["alignment"]),
+            (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss", "abs_diff", "tolerance", "aligned",
+                                   "first_divergent_step", "max_abs_diff", "baseline_rounded", "variant_rounded",
+                                   "equal_to_3dp", "seed_band", "explanation"}));
+  EXPECT_EQ(keys(j["alignment"]["seed_band"]), (std::set<std::string>{"seeds", "losses", "half_width", "lo", "hi", "inside"}));
+  for (const char* arm : {"baseline", "variant"}) {
+    SCOPED_TRACE(arm);
+    EXPECT_EQ(keys(j[arm]), (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec", "tokens_per_sec_ci",
+                                                   "mfu", "step_ms", "peak_memory_bytes", "phase_share",
+                                                   "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
+    EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
+  }
+  EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct", "memory_pct"}));
+  for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct"})
+    EXPECT_EQ(keys(j["delta"][d]), (std::set<std::string>{"value", "ci", "p_value", "significant", "wording"})) << d;
+  EXPECT_EQ(keys(j["changes"][0]), (std::set<std::string>{"key", "baseline", "variant"}));
+  EXPECT_EQ(keys(j["checks"][0]), (std::set<std::string>{"name", "passed", "detail"}));
+  EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds", "repeats", "timing_steps", "alpha",
+                                                      "bootstrap", "max_p99_regression_pct", "max_slowdown_pct",
+                                                      "min_speedup_pct", "min_memory_saving_pct"}));
+  EXPECT_EQ(keys(j["determinism"]), (std::set<std::string>{"checked", "baseline_ok", "variant_ok", "detail"}));
+}
+
+TEST(JsonReport, CarriesTheValues) {
+  auto r = testing::make_compare_result();
+  json j = render_json(r);
+  EXPECT_EQ(j["verdict"], "fail");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["mode"], "ab");
+  EXPECT_EQ(j["alignment"]["class"], "approximate");
+  EXPECT_EQ(j["alignment"]["check_step"], 200);
+  EXPECT_DOUBLE_EQ(j["alignment"]["abs_diff"].get<double>(), r.alignment.abs_diff);
+  EXPECT_DOUBLE_EQ(j["alignment"]["baseline_loss"].get<double>(), r.baseline.loss_curve.back());
+  EXPECT_EQ(j["alignment"]["baseline_rounded"], r.alignment.baseline_rounded);
+  EXPECT_EQ(j["alignment"]["first_divergent_step"], r.alignment.first_divergent_step);
+  EXPECT_GT(r.alignment.first_divergent_step, 0);
+  EXPECT_EQ(j["alignment"]["seed_band"]["seeds"], json({1234, 1235, 1236}));
+  EXPECT_TRUE(j["alignment"]["seed_band"]["inside"].get<bool>());
+  EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["value"], 9.23);
+  EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["ci"], json({7.1, 11.0}));
+  EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["p_value"], 0.0079);
+  EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["significant"], true);
+  EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["wording"], "faster");
+  EXPECT_EQ(j["delta"]["p99_ms_pct"]["ci"], json({2.1, 14.0}));
+  EXPECT_EQ(j["delta"]["memory_pct"], -12.5);
+  EXPECT_EQ(j["baseline"]["tokens_per_sec"], 10180);
+  EXPECT_EQ(j["variant"]["tokens_per_sec"], 11120);
+  EXPECT_EQ(j["variant"]["name"], "bf16");
+  EXPECT_EQ(j["variant"]["config"], "configs/variants/bf16.toml");
+  EXPECT_EQ(j["variant"]["tokens_per_sec_ci"], json({r.variant.tokens_per_sec_ci_lo, r.variant.tokens_per_sec_ci_hi}));
+  EXPECT_EQ(j["variant"]["tokens_per_sec_repeats"].size(), 5u);
+  EXPECT_EQ(j["variant"]["loss_curve"].size(), 200u);
+  EXPECT_DOUBLE_EQ(j["variant"]["mfu"].get<double>(), *r.variant.mfu);
+  EXPECT_DOUBLE_EQ(j["baseline"]["step_ms"]["p99"].get<double>(), r.baseline.step_ms.p99);
+  EXPECT_EQ(j["baseline"]["peak_memory_bytes"], 512ll << 20);
+  EXPECT_EQ(j["baseline"]["status"], "ok");
+  EXPECT_TRUE(j["baseline"]["failure"].is_null());
+  EXPECT_EQ(j["baseline"]["alignment_run"]["config_hash"], "3f9a1c07d2e4b618");
+  EXPECT_EQ(j["baseline"]["alignment_run"]["steps"], 200);
+  EXPECT_EQ(j["changed_knobs"], json({"precision.compute"}));
+  EXPECT_EQ(j["changes"][0]["key"], "precision.compute");
+  EXPECT_EQ(j["changes"][0]["baseline"], "\"fp32\"");
+  EXPECT_EQ(j["changes"][0]["variant"], "\"bf16\"");
+  EXPECT_EQ(j["warnings"].size(), 1u);
+  ASSERT_EQ(j["checks"].size(), 5u);
+  EXPECT_EQ(j["checks"][1]["name"], "P99 step latency");
+  EXPECT_EQ(j["checks"][1]["passed"], false);
+  EXPECT_EQ(j["checks"][1]["detail"], r.checks[1].detail);
+  EXPECT_EQ(j["checks"][0]["passed"], true);
+  EXPECT_EQ(j["policy"]["max_p99_regression_pct"], 5);
+  EXPECT_EQ(j["policy"]["min_speedup_pct"], 3);
+  EXPECT_TRUE(j["policy"]["min_memory_saving_pct"].is_null());
+  EXPECT_EQ(j["policy"]["repeats"], 5);
+  EXPECT_EQ(j["policy_source"], "configs/variants/bf16.toml [gate]");
+  EXPECT_EQ(j["determinism"]["checked"], true);
+  EXPECT_TRUE(j["failed_arm"].is_null());
+  EXPECT_TRUE(j["failure"].is_null());
+  EXPECT_EQ(j["repeats"], 5);
+  EXPECT_EQ(j["too_few_repeats"], false);
+  EXPECT_EQ(j["wall_seconds"], 84.2);
+  EXPECT_EQ(j["environment"]["host"], "ci-runner-3");
+}
+
+TEST(JsonReport, NonFiniteNumbersAreNull) {
+  auto r = testing::make_compare_result();
+  r.alignment.max_abs_diff = kNaN;
+  r.alignment.variant_loss = kInf;
+  r.alignment.band->losses[1] = kNaN;
+  r.variant.loss_curve[3] = kNaN;
+  r.variant.tokens_per_sec_repeats[0] = -kInf;
+  r.variant.step_ms.p99 = kNaN;
+  r.variant.mfu = kNaN;
+  r.delta.p99_ms_pct.point = kInf;
+  r.delta.p99_ms_pct.ci_hi = kNaN;
+  r.delta.memory_pct = kNaN;
+  r.wall_seconds = kNaN;
+  r.baseline.alignment_run.final_loss = kNaN;
+  std::string text = JsonReporter().render(r);
+  EXPECT_EQ(text.find("NaN"), std::string::npos);
+  EXPECT_EQ(text.find("nan"), std::string::npos);
+  EXPECT_EQ(text.find("Infinity"), std::string::npos);
+  json j = json::parse(text);
+  EXPECT_TRUE(j["alignment"]["max_abs_diff"].is_null());
+  EXPECT_TRUE(j["alignment"]["variant_loss"].is_null());
+  EXPECT_TRUE(j["alignment"]["seed_band"]["losses"][1].is_null());
+  EXPECT_TRUE(j["variant"]["loss_curve"][3].is_null());
+  EXPECT_TRUE(j["variant"]["loss_curve"][4].is_number());
+  EXPECT_TRUE(j["variant"]["tokens_per_sec_repeats"][0].is_null());
+  EXPECT_TRUE(j["variant"]["step_ms"]["p99"].is_null());
+  EXPECT_TRUE(j["variant"]["mfu"].is_null());
+  EXPECT_TRUE(j["delta"]["p99_ms_pct"]["value"].is_null());
+  EXPECT_TRUE(j["delta"]["p99_ms_pct"]["ci"][0].is_number());
+  EXPECT_TRUE(j["delta"]["p99_ms_pct"]["ci"][1].is_null());
+  EXPECT_TRUE(j["delta"]["memory_pct"].is_null());
+  EXPECT_TRUE(j["wall_seconds"].is_null());
+  EXPECT_TRUE(j["baseline"]["alignment_run"]["final_loss"].is_null());
+}
+
+TEST(JsonReport, UnknownAndAbsentValues) {
+  auto r = testing::make_compare_result();
+  r.delta.mfu_pts = compare::Delta{};
+  r.delta.mfu_pts.known = false;
+  r.delta.memory_pct.reset();
+  r.baseline.mfu.reset();
+  r.alignment.first_divergent_step = 0;
+  r.alignment.band.reset();
+  r.verdict = "pass";
+  r.exit_code = 0;
+  r.failed_arm = "variant";
+  r.failure = "nonfinite: loss is NaN at step 37";
+  r.variant.status = "nonfinite";
+  r.variant.failure = "loss is NaN at step 37";
+  json j = render_json(r);
+  EXPECT_TRUE(j["delta"]["mfu_pts"]["value"].is_null());
+  EXPECT_TRUE(j["delta"]["mfu_pts"]["ci"].is_null());
+  EXPECT_TRUE(j["delta"]["mfu_pts"]["p_value"].is_null());
+  EXPECT_EQ(j["delta"]["mfu_pts"]["significant"], false);
+  EXPECT_EQ(j["delta"]["mfu_pts"]["wording"], "unknown");
+  EXPECT_TRUE(j["delta"]["memory_pct"].is_null());
+  EXPECT_EQ(j["baseline"]["mfu"], "unknown");
+  EXPECT_TRUE(j["alignment"]["first_divergent_step"].is_null());
+  EXPECT_TRUE(j["alignment"]["seed_band"].is_null());
+  EXPECT_EQ(j["verdict"], "pass");
+  EXPECT_EQ(j["exit_code"], 0);
+  EXPECT_EQ(j["failed_arm"], "variant");
+  EXPECT_EQ(j["failure"], "nonfinite: loss is NaN at step 37");
+  EXPECT_EQ(j["variant"]["status"], "nonfinite");
+  EXPECT_EQ(j["variant"]["failure"], "loss is NaN at step 37");
+}
+
+// --- junit.xml -----------------------------------------------------------------------------------
+
+TEST(JunitReport, OneTestcasePerCheckWithEscapedFailures) {
+  auto r = testing::make_compare_result();
+  r.checks.push_back({"memory <saving> & \"quotes\"", false, "line one\nline two 'quoted' \x01 < 5%"});
+  std::string xml = JunitReporter().render(r);
+  EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u);
+  EXPECT_EQ(count(xml, "<testcase "), 6u);
+  EXPECT_EQ(count(xml, "<failure "), 2u);
+  EXPECT_EQ(count(xml, "classname=\"lockstep.gate\""), 6u);
+  EXPECT_NE(xml.find("<testsuite name=\"lockstep.gate\" tests=\"6\" failures=\"2\" errors=\"0\" skipped=\"0\" time=\"84.200\">"),
+            std::string::npos);
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.gate\" name=\"P99 step latency\""), std::string::npos);
+  EXPECT_NE(xml.find("<failure message=\"P99 +7.9% [+2.1%, +14.0%] &gt; max 5% &amp; p=0.032 &lt; alpha 0.05 "
+                     "(&quot;significant&quot;)\" type=\"gate\">"),
+            std::string::npos);
+  EXPECT_NE(xml.find("name=\"memory &lt;saving&gt; &amp; &quot;quotes&quot;\""), std::string::npos);
+  EXPECT_NE(xml.find("message=\"line one&#10;line two &apos;quoted&apos;  &lt; 5%\""), std::string::npos);
+  EXPECT_EQ(xml.find('\x01'), std::string::npos);
+  EXPECT_NE(xml.find("<property name=\"verdict\" value=\"fail\"/>"), std::string::npos);
+  EXPECT_NE(xml.find("<property name=\"change.precision.compute\" value=\"&quot;fp32&quot; -&gt; &quot;bf16&quot;\"/>"),
+            std::string::npos);
+  // Every '<' left in the document opens markup, never text from a check.
+  EXPECT_EQ(count(xml, "<"), count(xml, "<?xml") + count(xml, "<testsuite") + count(xml, "</testsuite") +
+                                  count(xml, "<propert") + count(xml, "</properties") + count(xml, "<testcase") +
+                                  count(xml, "</testcase") + count(xml, "<failure") + count(xml, "</failure") +
+                                  count(xml, "<system-out") + count(xml, "</system-out"));
+}
+
+TEST(JunitReport, XmlEscape) {
+  EXPECT_EQ(xml_escape("a<b>&\"c'\t\r\n\x1f\x7f"), "a&lt;b&gt;&amp;&quot;c&apos;&#9;&#13;&#10;");
+  EXPECT_EQ(xml_escape("±✔ utf-8"), "±✔ utf-8");
+}
+
+// --- report.md -----------------------------------------------------------------------------------
+
+TEST(MarkdownReport, VerdictChecksAndSections) {
+  auto r = testing::make_compare_result();
+  std::string md = MarkdownReporter().render(r);
+  EXPECT_EQ(md.rfind("## ❌ Lockstep: FAIL — bf16 vs baseline\n", 0), 0u);
+  for (const auto& c : r.checks) EXPECT_NE(md.find("| " + markdown_escape(c.name) + " |"), std::string::npos) << c.name;
+  EXPECT_NE(md.find("| ❌ | P99 step latency | P99 +7.9% \\[+2.1%, +14.0%\\] &gt; max 5% &amp; p=0.032 &lt; alpha 0.05"),
+            std::string::npos);
+  EXPECT_NE(md.find("| ✅ | loss alignment |"), std::string::npos);
+  EXPECT_NE(md.find("> ⚠️ tokens/s varies by 4.1%"), std::string::npos);
+  EXPECT_NE(md.find("| `precision.compute` | `\"fp32\"` | `\"bf16\"` | approximate |"), std::string::npos);
+  EXPECT_NE(md.find("| tokens/s | 10180 | 11120 | **+9.2%** | [+7.1%, +11.0%] | 0.008 | faster |"), std::string::npos);
+  EXPECT_NE(md.find("<details><summary>Policy (configs/variants/bf16.toml \\[gate\\])</summary>"), std::string::npos);
+  EXPECT_NE(md.find("tokens/s: significant speed-up of at least 3%"), std::string::npos);
+  r.verdict = "pass";
+  EXPECT_EQ(MarkdownReporter().render(r).rfind("## ✅ Lockstep: PASS", 0), 0u);
+}
+
+TEST(MarkdownReport, EscapesTableCells) {
+  EXPECT_EQ(markdown_escape("a|b *c* <d> _e_\nf"), "a\\|b \\*c\\* &lt;d&gt; \\_e\\_ f");
+}
+
+// --- console -------------------------------------------------------------------------------------
+
+TEST(ConsoleReport, VerdictTable) {
+  auto r = testing::make_compare_result();
+  std::string out = ConsoleReporter().render(r);
+  EXPECT_EQ(out.rfind("══ Lockstep compare: FAIL ══  (exit 1, mode ab, 84.2 s)\n", 0), 0u);
+  EXPECT_NE(out.find("precision.compute: \"fp32\" -> \"bf16\"  (approximate)"), std::string::npos);
+  EXPECT_NE(out.find("! tokens/s varies"), std::string::npos);
+  EXPECT_NE(out.find("baseline " + r.alignment.baseline_rounded), std::string::npos);
+  EXPECT_NE(out.find("variant " + r.alignment.variant_rounded), std::string::npos);
+  EXPECT_NE(out.find("seed band"), std::string::npos);
+  EXPECT_NE(out.find("+9.2%"), std::string::npos);
+  EXPECT_NE(out.find("[+7.1%, +11.0%]"), std::string::npos);
+  EXPECT_NE(out.find("✘ P99 step latency"), std::string::npos);
+  EXPECT_NE(out.find("✔ loss alignment"), std::string::npos);
+  EXPECT_NE(out.find("512.0 MiB"), std::string::npos);
+  EXPECT_NE(out.find("-12.5%"), std::string::npos);
+  EXPECT_NE(out.find("Policy (configs/variants/bf16.toml [gate])"), std::string::npos);
+  std::string ascii = ConsoleReporter(false).render(r);
+  EXPECT_NE(ascii.find("[FAIL] P99 step latency"), std::string::npos);
+  EXPECT_NE(ascii.find("[ ok ] loss alignment"), std::string::npos);
+  for (char c : ascii) ASSERT_EQ(static_cast<unsigned char>(c) & 0x80, 0) << "non-ASCII output in ASCII mode";
+}
+
+// --- html ----------------------------------------------------------------------------------------
+
+TEST(HtmlReport, SelfContainedWithPlots) {
+  auto r = testing::make_compare_result();
+  std::string html = HtmlReporter().render(r);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0u);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_NE(html.find("✘ FAIL"), std::string::npos);
+  for (const auto& c : r.checks) EXPECT_NE(html.find(html_escape(c.name)), std::string::npos) << c.name;
+  EXPECT_NE(html.find("<code>precision.compute</code>"), std::string::npos);
+  EXPECT_NE(html.find("<code>&quot;bf16&quot;</code>"), std::string::npos);
+  EXPECT_NE(html.find("tokens/s: significant speed-up of at least 3%"), std::string::npos);
+  // Offline: nothing to fetch, no script.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("stylesheet"), std::string::npos);
+  EXPECT_EQ(count(html, "http"), count(html, "xmlns=\"http://www.w3.org/2000/svg\"") +
+                                    count(html, "xmlns:xlink=\"http://www.w3.org/1999/xlink\""));
+  // The four gnuplot plots, inlined without their XML prolog.
+  EXPECT_EQ(count(html, "<svg role=\"img\" class=\"plot\""), 4u) << gnuplot_binary() << " did not draw every plot";
+  EXPECT_EQ(count(html, "plot unavailable"), 0u);
+  EXPECT_EQ(html.find("<?xml"), std::string::npos);
+  EXPECT_EQ(html.find("<!DOCTYPE svg"), std::string::npos);
+  for (const char* title : {"<title>loss curves</title>", "<title>loss difference</title>",
+                            "<title>step latency distribution</title>", "<title>throughput per arm</title>"})
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  // Ids stay unique across the inlined SVGs, and every local reference resolves.
+  std::set<std::string> ids;
+  for (const auto& id : values_after(html, {" id='", " id=\""})) EXPECT_TRUE(ids.insert(id).second) << "duplicate id " << id;
+  EXPECT_GT(ids.size(), 4u);
+  for (const auto& ref : values_after(html, {"href='#", "href=\"#", "url(#"}))
+    EXPECT_TRUE(ids.count(ref)) << "dangling reference #" << ref;
+}
+
+TEST(HtmlReport, EscapesUserText) {
+  auto r = testing::make_compare_result();
+  r.variant.name = "<script>alert('x')</script>";
+  r.checks[0].detail = "a < b & \"c\"";
+  std::string html = HtmlReporter().render(r);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("a &lt; b &amp; &quot;c&quot;"), std::string::npos);
+}
+
+TEST(HtmlReport, MissingGnuplotSaysPlotUnavailable) {
+  ScopedEnv env("LOCKSTEP_GNUPLOT", "/nonexistent/gnuplot");
+  std::string html = HtmlReporter().render(testing::make_compare_result());
+  EXPECT_EQ(count(html, "<p class=\"unavailable\">plot unavailable: /nonexistent/gnuplot: cannot run: No such file or directory</p>"),
+            4u);
+  EXPECT_EQ(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+TEST(HtmlReport, FailingGnuplotSaysPlotUnavailable) {
+  ScopedEnv env("LOCKSTEP_GNUPLOT", "false");
+  std::string html = HtmlReporter().render(testing::make_compare_result());
+  EXPECT_EQ(count(html, "plot unavailable: false failed (exit status 1)"), 4u);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+TEST(HtmlReport, NoDataSaysPlotUnavailable) {
+  auto r = testing::make_compare_result();
+  r.baseline.loss_curve.assign(3, kNaN);
+  r.variant.loss_curve.clear();
+  r.baseline.step_ms_repeats.clear();
+  r.variant.step_ms_repeats.clear();
+  std::string html = HtmlReporter().render(r);
+  EXPECT_NE(html.find("plot unavailable: no finite loss values recorded"), std::string::npos);
+  EXPECT_NE(html.find("plot unavailable: no step with both losses finite"), std::string::npos);
+  EXPECT_NE(html.find("plot unavailable: no timed steps recorded"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg role=\"img\" class=\"plot\""), 1u);  // throughput still has data
+}
+
+TEST(Plots, GnuplotErrorsAreReportedNotThrown) {
+  Plot p = run_gnuplot("plot 'missing.dat' using 1:2", {}, "x", "t");
+  EXPECT_FALSE(p.ok());
+  EXPECT_NE(p.error.find("missing.dat"), std::string::npos) << p.error;
+  EXPECT_EQ(gnuplot_quote("it's"), "'it''s'");
+}
+
+// --- factory and files ---------------------------------------------------------------------------
+
+TEST(ReporterFactory, EveryFormatAndUnknown) {
+  const std::vector<std::pair<std::string, std::string>> formats{
+      {"console", ""}, {"json", "report.json"}, {"markdown", "report.md"}, {"html", "report.html"}, {"junit", "junit.xml"}};
+  for (const auto& [format, file] : formats) {
+    auto rep = make_reporter(format);
+    ASSERT_NE(rep, nullptr);
+    EXPECT_EQ(rep->format(), format);
+    EXPECT_EQ(rep->filename(), file);
+  }
+  EXPECT_EQ(report_formats(), (std::vector<std::string>{"json", "markdown", "html", "junit"}));
+  EXPECT_THROW(make_reporter("yaml"), std::invalid_argument);
+  EXPECT_THROW(make_reporter(""), std::invalid_argument);
+  try {
+    make_reporter("pdf");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'pdf'"), std::string::npos);
+  }
+}
+
+TEST(WriteReports, WritesTheFourFilesAtomically) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "compare";
+  auto r = testing::make_compare_result();
+  auto paths = write_reports(r, dir);
+  std::set<std::string> expected{"report.json", "report.md", "report.html", "junit.xml"};
+  std::set<std::string> returned;
+  for (const auto& p : paths) {
+    returned.insert(p.filename().string());
+    EXPECT_EQ(p.parent_path(), dir);
+    EXPECT_GT(fs::file_size(p), 0u) << p;
+  }
+  EXPECT_EQ(returned, expected);
+  std::set<std::string> on_disk;
+  for (const auto& e : fs::directory_iterator(dir)) on_disk.insert(e.path().filename().string());
+  EXPECT_EQ(on_disk, expected) << "temp files left behind?";
+  EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["verdict"], "fail");
+  EXPECT_EQ(util::read_file(dir / "junit.xml"), JunitReporter().render(r));
+  // Rewriting replaces the files in place, still with nothing left over.
+  r.verdict = "pass";
+  write_reports(r, dir);
+  EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["verdict"], "pass");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4);
+}
+
+}  // namespace
+}  // namespace lockstep::reports
