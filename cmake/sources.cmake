@@ -21,6 +21,17 @@ set(LOCKSTEP_CORE_SOURCES
   harness/peak.cpp
   reports/run_json.cpp
   reports/run_console.cpp
+  reports/reporter.cpp
+  reports/console_reporter.cpp
+  reports/json_reporter.cpp
+  reports/markdown_reporter.cpp
+  reports/junit_reporter.cpp
+  reports/html_reporter.cpp
+  reports/plots.cpp
+  harness/compare/analysis.cpp
+  harness/compare/comparison.cpp
+  harness/compare/bisect.cpp
+  harness/gate/gate.cpp
 )
 
 # Needs LibTorch: the workload, the variants, the trainer, c10d.
@@ -48,6 +59,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cli.cpp
   harness/cli/cmd_config.cpp
   harness/cli/cmd_run.cpp
+  harness/cli/cmd_compare.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

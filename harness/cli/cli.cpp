@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   add_config_commands(app, action);
   add_run_command(app, action);
   add_calibrate_command(app, action);
+  add_compare_command(app, action);
+  add_bisect_command(app, action);
   add_demo_command(app, action);
   try {
     app.parse(argc, argv);
@@ -31,6 +33,9 @@ int main(int argc, char** argv) {
     return action ? action() : kExitUsage;
   } catch (const config::ConfigError& e) {
     std::cerr << e.what() << "\n";
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "lockstep: " << e.what() << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "lockstep: " << e.what() << "\n";

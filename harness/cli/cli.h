@@ -22,5 +22,7 @@ void add_config_commands(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
+void add_compare_command(CLI::App& app, Action& action);
+void add_bisect_command(CLI::App& app, Action& action);
 
 }  // namespace lockstep::cli

@@ -62,17 +62,3 @@ void add_calibrate_command(CLI::App& app, Action& action) {
 
 }  // namespace lockstep::cli
 
-namespace lockstep::cli {
-
-void add_demo_command(CLI::App& app, Action& action) {
-  auto* demo = app.add_subcommand("demo", "The default demonstration: a run of configs/baseline.toml");
-  demo->callback([&action] {
-    action = [] {
-      RunRequest req;
-      req.config = std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml";
-      return run_training(req);
-    };
-  });
-}
-
-}  // namespace lockstep::cli

@@ -1,13 +1,100 @@
 #include "harness/util/process.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
 namespace lockstep::util {
+namespace fs = std::filesystem;
 
 std::string self_exe() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("lockstep");
+}
+
+Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label) {
+  if (log.has_parent_path()) fs::create_directories(log.parent_path());
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills the arm's ranks too
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return Child{pid, label};
+}
+
+std::string ExitStatus::describe() const {
+  if (timed_out) return "timed out (killed)";
+  if (signaled) return "killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
+  return "exit code " + std::to_string(code);
+}
+
+ExitStatus wait_for(const Child& c, double timeout_s) {
+  ExitStatus st;
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(c.pid, &status, timeout_s > 0 ? WNOHANG : 0);
+    if (r == c.pid) {
+      if (WIFSIGNALED(status)) {
+        st.signaled = true;
+        st.signal = WTERMSIG(status);
+        st.code = st.timed_out ? 3 : 128 + st.signal;
+      } else {
+        st.code = WEXITSTATUS(status);
+      }
+      return st;
+    }
+    if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid failed: " + std::string(std::strerror(errno)));
+    if (timeout_s > 0 && !st.timed_out &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      st.timed_out = true;
+      ::kill(-c.pid, SIGKILL);
+      ::kill(c.pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs, const std::vector<fs::path>& logs,
+                                int parallel, double timeout_s) {
+  std::vector<ExitStatus> out(argvs.size());
+  std::vector<std::thread> workers;
+  std::atomic<size_t> next{0};
+  for (int w = 0; w < std::max(1, parallel); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < argvs.size();) {
+        try {
+          out[i] = wait_for(spawn(argvs[i], logs[i]), timeout_s);
+        } catch (const std::exception&) {
+          out[i].code = 127;  // could not start
+        }
+      }
+    });
+  for (auto& t : workers) t.join();
+  return out;
 }
 
 }  // namespace lockstep::util

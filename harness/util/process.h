@@ -1,11 +1,39 @@
-// Small process helpers (torch-free).
+// Small process helpers (torch-free): re-running this binary for the arms of a comparison.
 #pragma once
 
+#include <sys/types.h>
+
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace lockstep::util {
 
 // Absolute path of the running executable (commands that spawn arms re-run it).
 std::string self_exe();
+
+// A child process whose stdout and stderr go to a log file.
+struct Child {
+  pid_t pid = -1;
+  std::string label;
+};
+
+// Starts argv[0] with argv[1..]; output appended to `log`. Throws std::runtime_error on failure.
+Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, const std::string& label = "");
+
+struct ExitStatus {
+  int code = 0;            // exit code, or 128 + signal
+  bool signaled = false;
+  int signal = 0;
+  bool timed_out = false;  // killed by us after the timeout
+  std::string describe() const;  // "exit code 3", "killed by signal 9 (Killed)", "timed out after 600 s"
+};
+
+// Waits for the child; after timeout_s (> 0) it is killed (with its process group).
+ExitStatus wait_for(const Child& c, double timeout_s = 0);
+
+// Runs each argv list with at most `parallel` at a time, returning their exit statuses in order.
+std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
+                                const std::vector<std::filesystem::path>& logs, int parallel, double timeout_s);
 
 }  // namespace lockstep::util

@@ -1,0 +1,174 @@
+#include "harness/compare/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "harness/stats/statistics.h"
+#include "variants/variant_config.h"
+
+namespace lockstep::compare {
+
+std::string round3(double x) {
+  if (!std::isfinite(x)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", x);
+  return buf;
+}
+
+KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device) {
+  KnobReport k;
+  for (const auto& c : changes) {
+    config::Knob knob = c.knob;
+    if (c.key == "precision.compute") {
+      auto unquote = [](std::string s) { return s.size() >= 2 ? s.substr(1, s.size() - 2) : s; };
+      knob = variants::precision_knob(unquote(c.before), unquote(c.after), device);
+    }
+    if (knob == config::Knob::None) continue;
+    k.knobs.push_back(c.key);
+    if (knob == config::Knob::Fault) continue;
+    k.optimizations.push_back(c.key);
+    if (knob == config::Knob::Approximate) k.klass = "approximate";
+    if (knob == config::Knob::Workload) k.workload.push_back(c.key);
+  }
+  if (k.optimizations.size() > 1) {
+    std::string list;
+    for (const auto& o : k.optimizations) list += (list.empty() ? "" : ", ") + o;
+    k.warnings.push_back("one optimization at a time: this variant changes " + std::to_string(k.optimizations.size()) +
+                         " things (" + list + "); if it fails, `lockstep bisect` names the culprit");
+  }
+  if (!k.workload.empty()) {
+    std::string list;
+    for (const auto& o : k.workload) list += (list.empty() ? "" : ", ") + o;
+    k.warnings.push_back("the variant changes the workload itself (" + list + "): its loss is not expected to align");
+  }
+  return k;
+}
+
+Alignment check_alignment(const std::vector<double>& b, const std::vector<double>& v, int64_t check_step, double tol,
+                          const std::string& klass, const std::optional<BandInput>& band) {
+  Alignment a;
+  a.klass = klass;
+  a.tolerance = tol;
+  const int64_t n = static_cast<int64_t>(std::min(b.size(), v.size()));
+  a.check_step = check_step > 0 ? std::min(check_step, n) : n;
+  if (n == 0 || a.check_step < 1) {
+    a.aligned = false;
+    a.explanation = "no common steps to compare";
+    return a;
+  }
+  a.baseline_loss = b[static_cast<size_t>(a.check_step - 1)];
+  a.variant_loss = v[static_cast<size_t>(a.check_step - 1)];
+  a.abs_diff = std::fabs(a.baseline_loss - a.variant_loss);
+  a.baseline_rounded = round3(a.baseline_loss);
+  a.variant_rounded = round3(a.variant_loss);
+  a.equal_to_3dp = std::isfinite(a.abs_diff) && a.abs_diff < tol;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = std::fabs(b[static_cast<size_t>(i)] - v[static_cast<size_t>(i)]);
+    if (!std::isfinite(d) || d > a.max_abs_diff) a.max_abs_diff = std::isfinite(d) ? d : INFINITY;
+    if ((!std::isfinite(d) || d >= tol) && a.first_divergent_step == 0) a.first_divergent_step = i + 1;
+  }
+  char buf[256];
+  if (klass == "approximate" && band && band->losses.size() >= 2) {
+    SeedBand sb;
+    sb.seeds = band->seeds;
+    sb.losses = band->losses;
+    for (size_t i = 1; i < band->losses.size(); ++i) sb.half_width = std::max(sb.half_width, std::fabs(band->losses[i] - band->losses[0]));
+    sb.lo = band->losses[0] - sb.half_width;
+    sb.hi = band->losses[0] + sb.half_width;
+    sb.inside = std::isfinite(a.abs_diff) && a.abs_diff <= sb.half_width;
+    a.band = sb;
+    a.aligned = sb.inside;
+    std::snprintf(buf, sizeof buf,
+                  "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread %.2e (%zu seeds)%s",
+                  a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside", sb.half_width,
+                  band->losses.size(), a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
+  } else {
+    a.aligned = a.equal_to_3dp;
+    std::snprintf(buf, sizeof buf, "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s)", a.abs_diff,
+                  static_cast<long long>(a.check_step), a.aligned ? "is below" : "exceeds", tol, a.baseline_rounded.c_str(),
+                  a.variant_rounded.c_str());
+  }
+  a.explanation = buf;
+  return a;
+}
+
+std::string first_nondeterminism(const std::vector<double>& ref, const std::vector<std::vector<double>>& repeats) {
+  for (size_t r = 0; r < repeats.size(); ++r) {
+    const auto& c = repeats[r];
+    if (c.size() > ref.size()) return "repeat " + std::to_string(r + 1) + " ran more steps than the reference";
+    for (size_t i = 0; i < c.size(); ++i) {
+      // Bitwise: NaN == NaN counts as equal only when both are NaN at the same step.
+      const bool same = c[i] == ref[i] || (std::isnan(c[i]) && std::isnan(ref[i]));
+      if (!same) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "repeat %zu differs from the full run at step %zu (%.9g vs %.9g)", r + 1, i + 1, c[i], ref[i]);
+        return buf;
+      }
+    }
+  }
+  return "";
+}
+
+namespace {
+
+Delta finish(double point, stats::Interval ci, double p, const gate::Policy& pol, const char* up, const char* down) {
+  Delta d;
+  d.point = point;
+  d.ci_lo = ci.lo;
+  d.ci_hi = ci.hi;
+  d.p_value = p;
+  d.known = std::isfinite(point);
+  d.significant = d.known && ci.valid() && std::isfinite(p) && p < pol.alpha && (ci.lo > 0 || ci.hi < 0);
+  d.wording = !d.known ? "unknown" : d.significant ? (point > 0 ? up : down) : "no significant change";
+  return d;
+}
+
+}  // namespace
+
+Delta throughput_delta(const std::vector<double>& b, const std::vector<double>& v, const gate::Policy& p) {
+  const double point = 100.0 * (stats::median(v) / stats::median(b) - 1.0);
+  auto ci = stats::bootstrap_ci(b, v, stats::pct_change([](const std::vector<double>& x) { return stats::median(x); }),
+                                static_cast<int>(p.bootstrap), 0.95, 0x5eed);
+  return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "faster", "slower");
+}
+
+Delta latency_delta(const std::vector<std::vector<double>>& b, const std::vector<std::vector<double>>& v, double q,
+                    const gate::Policy& p) {
+  auto pool = [](const std::vector<std::vector<double>>& g) {
+    std::vector<double> all;
+    for (const auto& x : g) all.insert(all.end(), x.begin(), x.end());
+    return all;
+  };
+  auto pq = [q](const std::vector<double>& x) { return x.empty() ? NAN : stats::percentile(x, q); };
+  const double point = 100.0 * (pq(pool(v)) / pq(pool(b)) - 1.0);
+  auto ci = stats::bootstrap_ci_grouped(b, v, stats::pct_change(pq), static_cast<int>(p.bootstrap), 0.95, 0x5eed + 1);
+  std::vector<double> rb, rv;  // per-repeat percentiles for the rank test
+  for (const auto& x : b) rb.push_back(pq(x));
+  for (const auto& x : v) rv.push_back(pq(x));
+  return finish(point, ci, stats::mann_whitney_u(rb, rv).p_two_sided, p, "higher", "lower");
+}
+
+Delta mfu_delta(const std::vector<double>& b, const std::vector<double>& v, const gate::Policy& p) {
+  if (b.empty() || v.empty()) {
+    Delta d;
+    d.known = false;
+    d.wording = "unknown (no peak FLOP/s for this device)";
+    return d;
+  }
+  const double point = 100.0 * (stats::median(v) - stats::median(b));
+  auto ci = stats::bootstrap_ci(
+      b, v, [](const std::vector<double>& x, const std::vector<double>& y) { return 100.0 * (stats::median(y) - stats::median(x)); },
+      static_cast<int>(p.bootstrap), 0.95, 0x5eed + 2);
+  return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "higher", "lower");
+}
+
+void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo, double* hi) {
+  *median = stats::median(x);
+  auto ci = stats::bootstrap_ci(x, x, [](const std::vector<double>& a, const std::vector<double>&) { return stats::median(a); },
+                                static_cast<int>(p.bootstrap), 0.95, 0x5eed + 3);
+  *lo = ci.lo;
+  *hi = ci.hi;
+}
+
+}  // namespace lockstep::compare

@@ -1,0 +1,50 @@
+// The statistics of a comparison, as pure functions over measured values: which knobs changed and
+// how each must be judged, loss alignment (exact or against a seed band), determinism of repeated
+// runs, and performance deltas with bootstrap CIs and Mann-Whitney p-values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/compare/result.h"
+
+namespace lockstep::compare {
+
+struct KnobReport {
+  std::vector<std::string> knobs;          // changed keys that matter (not bookkeeping)
+  std::vector<std::string> optimizations;  // ... of which optimizations or workload changes
+  std::vector<std::string> workload;       // ... of which change the computation itself
+  std::string klass = "exact";             // "approximate" if any approximate knob changed
+  std::vector<std::string> warnings;
+};
+KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device);
+
+struct BandInput {
+  std::vector<int64_t> seeds;
+  std::vector<double> losses;  // baseline loss at the check step per seed; [0] = comparison seed
+};
+
+// check_step 0 = the last step both curves have. Curves are indexed by step - 1.
+Alignment check_alignment(const std::vector<double>& baseline, const std::vector<double>& variant, int64_t check_step,
+                          double tolerance, const std::string& klass, const std::optional<BandInput>& band);
+
+// Each repeat's curve must equal the reference's prefix bit for bit. Returns "" when all do, else
+// a one-line description of the first mismatch.
+std::string first_nondeterminism(const std::vector<double>& reference, const std::vector<std::vector<double>>& repeats);
+
+// Percent change of the median tokens/s (variant vs baseline) over repeats.
+Delta throughput_delta(const std::vector<double>& baseline, const std::vector<double>& variant, const gate::Policy& p);
+// Percent change of the q-th percentile of the pooled step latencies (repeats resampled as groups).
+Delta latency_delta(const std::vector<std::vector<double>>& baseline, const std::vector<std::vector<double>>& variant,
+                    double q, const gate::Policy& p);
+// Difference of the median MFU in percentage points.
+Delta mfu_delta(const std::vector<double>& baseline, const std::vector<double>& variant, const gate::Policy& p);
+
+// Median and its 95% bootstrap CI for one arm.
+void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo, double* hi);
+
+// Three-decimal rendering used in the reports ("1.455").
+std::string round3(double x);
+
+}  // namespace lockstep::compare

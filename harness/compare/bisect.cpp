@@ -1,0 +1,85 @@
+#include "harness/compare/bisect.h"
+
+#include <sstream>
+
+#include "harness/compare/analysis.h"
+#include "harness/compare/comparison.h"
+#include "harness/exit_codes.h"
+#include "reports/reporter.h"
+
+namespace lockstep::compare {
+
+BisectResult run_bisect(const BisectRequest& req) {
+  BisectResult out;
+  const auto base = config::Config::load(req.baseline), var = config::Config::load(req.variant);
+  const auto changes = config::diff(base, var);
+  const auto knobs = classify_changes(changes, var.str("run.device"));
+  std::vector<std::string> sets;  // "key=value" in diff order, knobs only
+  for (const auto& c : changes)
+    for (const auto& k : knobs.knobs)
+      if (k == c.key) sets.push_back(c.key + "=" + c.after);
+
+  auto trial = [&](const std::string& mode, const std::vector<std::string>& applied, const std::string& dir) {
+    CompareRequest cr;
+    cr.baseline = {"baseline", req.baseline, {}};
+    cr.variant = {"variant", req.baseline, applied};
+    cr.steps = req.steps;
+    cr.repeats = req.repeats;
+    cr.out_dir = (std::filesystem::path(req.out_dir) / dir).string();
+    cr.log = req.log;
+    if (req.log) req.log(mode + ": " + (applied.empty() ? "(nothing)" : applied.back()) + (applied.size() > 1 ? " (+ earlier knobs)" : ""));
+    auto r = run_comparison(cr);
+    reports::write_reports(r, cr.out_dir);
+    BisectTrial t;
+    t.mode = mode;
+    t.sets = applied;
+    t.verdict = r.verdict;
+    t.exit_code = r.exit_code;
+    t.report_dir = cr.out_dir;
+    for (const auto& c : r.checks) {
+      if (c.passed) continue;
+      if (c.name == "loss alignment") t.aligned = false;
+      if (c.name == "p99 latency") t.p99_ok = false;
+      if (c.name == "throughput") t.throughput_ok = false;
+      if (c.name == "runs completed") t.ran = false;
+      t.detail += (t.detail.empty() ? "" : "; ") + c.name + ": " + c.detail;
+    }
+    return t;
+  };
+
+  for (size_t i = 0; i < sets.size(); ++i) {
+    auto t = trial("alone", {sets[i]}, "alone-" + std::to_string(i + 1));
+    if (!t.aligned || !t.p99_ok || !t.ran) out.culprits.push_back(knobs.knobs[i]);
+    if (!t.ran) out.exit_code = kExitRunFailed;
+    out.trials.push_back(t);
+  }
+  for (size_t i = 1; i < sets.size(); ++i) {
+    std::vector<std::string> applied(sets.begin(), sets.begin() + static_cast<long>(i) + 1);
+    auto t = trial("cumulative", applied, "cumulative-" + std::to_string(i + 1));
+    if (t.verdict != "pass" && out.first_failing_cumulative.empty()) out.first_failing_cumulative = sets[i];
+    out.trials.push_back(t);
+  }
+  if (out.exit_code == 0) out.exit_code = out.culprits.empty() ? kExitPass : kExitGateFailed;
+  return out;
+}
+
+std::string render_bisect(const BisectResult& r) {
+  std::ostringstream o;
+  o << "\nbisect: " << r.trials.size() << " trials\n";
+  for (const auto& t : r.trials) {
+    o << "  " << (t.verdict == "pass" ? "PASS" : "FAIL") << "  " << t.mode << ":";
+    for (const auto& s : t.sets) o << " " << s;
+    if (!t.detail.empty()) o << "\n        " << t.detail;
+    o << "\n        report: " << t.report_dir << "/report.html\n";
+  }
+  if (r.culprits.empty()) o << "no single knob breaks alignment or P99 on its own\n";
+  else {
+    o << "culprit(s):";
+    for (const auto& c : r.culprits) o << " " << c;
+    o << "\n";
+  }
+  if (!r.first_failing_cumulative.empty()) o << "the cumulative run first fails when adding " << r.first_failing_cumulative << "\n";
+  return o.str();
+}
+
+}  // namespace lockstep::compare

@@ -1,0 +1,41 @@
+// `lockstep compare`: runs the baseline and the variant, each in its own process, and measures
+// them the way the method says: (1) anchor the baseline and prove equivalence under the same seed
+// (full-length runs; for approximate knobs also K extra baseline seeds for the seed band), then
+// (2) measure speed with short timing repeats interleaved A B B A A B ... so drift cancels, and
+// check that the repeats reproduce the full runs bit for bit. The gate then decides.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/compare/result.h"
+
+namespace lockstep::compare {
+
+struct ArmSpec {
+  std::string label;              // "baseline" | "variant"
+  std::string config;             // config file
+  std::vector<std::string> sets;  // section.key=value overrides
+};
+
+struct CompareRequest {
+  ArmSpec baseline, variant;
+  std::string out_dir;
+  int64_t steps = 0;          // overrides run.steps of both arms
+  int64_t check_step = -1;    // overrides gate.check_step (-1 = keep)
+  int64_t repeats = 0;        // overrides gate.repeats (0 = keep)
+  std::string policy_file;    // a TOML file whose [gate] replaces the variant's policy
+  std::string golden_file;    // golden mode: baseline = these `step loss` lines, no timing
+  int parallel = 0;           // untimed runs at once (0 = as many as the cores allow)
+  std::function<void(const std::string&)> log;  // progress lines
+};
+
+// Runs everything and returns the judged result (checks, verdict and exit code filled in).
+// Throws config::ConfigError for bad configs (exit 2).
+CompareResult run_comparison(const CompareRequest& req);
+
+// Reads a golden file of "step loss" lines; throws std::runtime_error naming file and line.
+std::vector<double> read_golden(const std::string& path);
+
+}  // namespace lockstep::compare

@@ -1,0 +1,174 @@
+// End-to-end tests of `lockstep run` and `lockstep compare` with the real binary: real LibTorch
+// training, real processes, real files. Timing-sensitive tests are marked RUN_SERIAL in CMake.
+#include <cmath>
+
+#include <toml++/toml.h>
+
+#include "cli_util.h"
+
+using namespace lockstep::testing;
+
+// ---- data-driven contract cases (tests/cli_cases.toml) ----------------------------------------
+
+TEST(CliCases, EveryCaseHoldsItsExitCodeAndOutput) {
+  auto cases = toml::parse_file(std::string(LOCKSTEP_SOURCE_DIR) + "/tests/cli_cases.toml");
+  int n = 0;
+  for (const auto& node : *cases["case"].as_array()) {
+    const auto& c = *node.as_table();
+    TempDir tmp;
+    std::vector<std::string> args;
+    for (const auto& a : *c["args"].as_array()) {
+      std::string s = a.value<std::string>().value();
+      for (size_t p; (p = s.find("{tmp}")) != std::string::npos;) s.replace(p, 5, tmp.path().string());
+      args.push_back(s);
+    }
+    const std::string name = c["name"].value<std::string>().value();
+    auto r = run_lockstep(args, tmp.path(), 300);
+    EXPECT_EQ(r.exit_code, c["exit"].value<int64_t>().value()) << name << "\n" << r.output;
+    const std::string want = c["output"].value<std::string>().value();
+    EXPECT_NE(r.output.find(want), std::string::npos) << name << ": expected to find\n  " << want << "\nin\n" << r.output;
+    ++n;
+  }
+  EXPECT_GE(n, 10);
+}
+
+// ---- lockstep run ------------------------------------------------------------------------------
+
+TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
+  TempDir tmp;
+  auto a = run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "a", "--quiet"}, tmp.path());
+  auto b = run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "b", "--quiet"}, tmp.path());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto la = losses(tmp.path() / "a" / "metrics.jsonl"), lb = losses(tmp.path() / "b" / "metrics.jsonl");
+  ASSERT_EQ(la.size(), 200u);
+  for (size_t i = 0; i < la.size(); ++i) ASSERT_EQ(la[i], lb[i]) << "step " << i + 1;  // bitwise
+  const double ln_v = std::log(512.0);
+  EXPECT_NEAR(la.front(), ln_v, 0.1);  // starts at chance
+  auto s = read_json(tmp.path() / "a" / "summary.json");
+  const double floor = s["loss_floor"].get<double>();
+  EXPECT_LT(la.back(), 0.3 * ln_v);  // far below ln(V): the synthetic data is learned
+  EXPECT_GT(la.back(), floor - 0.05);  // and not below what is achievable
+  EXPECT_EQ(s["status"], "ok");
+  EXPECT_EQ(s["timed_steps"].get<int>(), 195);
+  EXPECT_GT(s["tokens_per_sec"].get<double>(), 0);
+  EXPECT_GT(s["step_ms"]["p99"].get<double>(), s["step_ms"]["p50"].get<double>() * 0.999);
+  EXPECT_TRUE(s["mfu"].is_number());
+  EXPECT_EQ(s["environment"]["libtorch"].get<std::string>().substr(0, 1).empty(), false);
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "config.toml"));
+}
+
+TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", "tests/configs/nonfinite.toml", "--out", tmp / "r", "--quiet"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("non-finite loss at step 7"), std::string::npos) << r.output;
+  auto recs = lockstep::reports::read_metrics(tmp.path() / "r" / "metrics.jsonl");
+  ASSERT_EQ(recs.size(), 7u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(std::isfinite(recs[i].loss));
+  EXPECT_TRUE(std::isnan(recs[6].loss));
+  auto s = read_json(tmp.path() / "r" / "summary.json");
+  EXPECT_EQ(s["status"], "nonfinite");
+  EXPECT_EQ(s["failed_step"], 7);
+}
+
+TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--out", tmp / "r", "--quiet", "--export-losses", tmp / "golden.loss"},
+                        tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(tmp / "golden.loss");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) ++n;
+  EXPECT_EQ(n, 30);
+  auto ok = run_lockstep({"compare", "--golden", tmp / "golden.loss", "configs/variants/fused_attention.toml", "--steps", "30", "--out", tmp / "g"},
+                         tmp.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  auto rep = read_json(tmp.path() / "g" / "report.json");
+  EXPECT_EQ(rep["mode"], "golden");
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>());
+  // A golden curve that is off by 0.01 at the last step fails with exit 1.
+  {
+    std::ifstream gin(tmp / "golden.loss");
+    std::ofstream gout(tmp / "shifted.loss");
+    while (std::getline(gin, line)) {
+      long long step;
+      double loss;
+      std::istringstream ss(line);
+      ss >> step >> loss;
+      gout << step << " " << (step == 30 ? loss + 0.01 : loss) << "\n";
+    }
+  }
+  auto bad = run_lockstep({"compare", "--golden", tmp / "shifted.loss", "configs/baseline.toml", "--steps", "30", "--out", tmp / "b"}, tmp.path());
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_FALSE(read_json(tmp.path() / "b" / "report.json")["alignment"]["aligned"].get<bool>());
+}
+
+// ---- lockstep compare --------------------------------------------------------------------------
+
+TEST(Compare, FusedAttentionIsExactAndPasses) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/fused_attention.toml", "--steps", "60", "--out", tmp / "c"},
+                        tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["verdict"], "pass");
+  EXPECT_EQ(rep["alignment"]["class"], "exact");
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>());
+  EXPECT_LT(rep["alignment"]["abs_diff"].get<double>(), 5e-4);
+  EXPECT_EQ(rep["alignment"]["check_step"], 60);
+  EXPECT_EQ(rep["changed_knobs"], nlohmann::json::array({"attention.impl"}));
+  EXPECT_TRUE(rep["determinism"]["baseline_ok"].get<bool>());
+  EXPECT_EQ(rep["baseline"]["tokens_per_sec_repeats"].size(), 5u);
+  for (const char* f : {"report.json", "report.md", "report.html", "junit.xml"})
+    EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c" / f)) << f;
+}
+
+TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml", "--steps", "60", "--out", tmp / "c"}, tmp.path());
+  auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["alignment"]["class"], "approximate");
+  ASSERT_TRUE(rep["alignment"]["seed_band"].is_object()) << r.output;
+  EXPECT_EQ(rep["alignment"]["seed_band"]["seeds"].size(), 3u);
+  EXPECT_GT(rep["alignment"]["seed_band"]["half_width"].get<double>(), 0);
+  EXPECT_EQ(rep["alignment"]["aligned"].get<bool>(), rep["alignment"]["seed_band"]["inside"].get<bool>());
+  const auto& t = rep["delta"]["tokens_per_sec_pct"];
+  EXPECT_TRUE(t["significant"].get<bool>()) << r.output;
+  EXPECT_GT(t["value"].get<double>(), 10.0) << r.output;
+  EXPECT_EQ(t["wording"], "faster");
+}
+
+TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/stall.toml", "--steps", "60", "--out", tmp / "c"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["verdict"], "fail");
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>());  // same math
+  bool p99_failed = false;
+  for (const auto& c : rep["checks"])
+    if (c["name"] == "p99 latency") p99_failed = !c["passed"].get<bool>();
+  EXPECT_TRUE(p99_failed) << r.output;
+  EXPECT_GT(rep["delta"]["p99_ms_pct"]["value"].get<double>(), 100.0);
+}
+
+TEST(Compare, NonFiniteVariantExits3WithAReportNamingArmAndStep) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/nonfinite.toml", "--steps", "30", "--out", tmp / "c"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["failed_arm"], "variant");
+  EXPECT_NE(rep["failure"].get<std::string>().find("step 7"), std::string::npos) << rep["failure"];
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c" / "report.html"));
+}
+
+TEST(Bisect, NamesTheKnobThatRegressesP99) {
+  TempDir tmp;
+  auto r = run_lockstep({"bisect", "configs/baseline.toml", "tests/configs/fused_and_stall.toml", "--steps", "40", "--repeats", "5", "--out", tmp / "b"},
+                        tmp.path(), 1500);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("culprit(s): faults.stall_every"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("culprit(s): attention.impl"), std::string::npos) << r.output;
+}

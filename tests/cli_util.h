@@ -1,0 +1,78 @@
+// Helpers for tests that run the real `lockstep` binary (from the repository root) and read what
+// it wrote. No mocks: real processes, real files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness/util/process.h"
+#include "reports/run_json.h"
+
+namespace lockstep::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh folder, removed at the end of the test unless LOCKSTEP_KEEP_TEST_DIRS is set.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("lockstep-test-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    if (!std::getenv("LOCKSTEP_KEEP_TEST_DIRS")) fs::remove_all(path_);
+  }
+  const fs::path& path() const { return path_; }
+  std::string operator/(const std::string& s) const { return (path_ / s).string(); }
+
+ private:
+  fs::path path_;
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+// Runs `lockstep ARGS...` from the source root; output captured through a log file.
+inline CliResult run_lockstep(const std::vector<std::string>& args, const fs::path& log_dir, double timeout_s = 900) {
+  std::vector<std::string> argv{LOCKSTEP_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  fs::path log = log_dir / ("cli-" + std::to_string(std::random_device{}()) + ".log");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(LOCKSTEP_SOURCE_DIR);
+  util::ExitStatus st;
+  try {
+    st = util::wait_for(util::spawn(argv, log), timeout_s);
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return CliResult{st.signaled ? 128 + st.signal : st.code, ss.str()};
+}
+
+inline nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  EXPECT_TRUE(in.good()) << "missing " << p;
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<double> losses(const fs::path& metrics) {
+  std::vector<double> v;
+  for (const auto& r : reports::read_metrics(metrics)) v.push_back(r.loss);
+  return v;
+}
+
+}  // namespace lockstep::testing
