@@ -10,9 +10,11 @@ void finalize(config::Config& c) {
     std::string stem = std::filesystem::path(c.path()).stem().string();
     c.resolve("run.name", stem.empty() ? std::string("run") : stem, "run.name");
   }
+  // Point at the key the user wrote (a default has no line): warmup_steps, unless only steps was set.
   if (c.integer("run.warmup_steps") >= c.integer("run.steps"))
-    c.fail("run.warmup_steps", "warmup_steps = " + std::to_string(c.integer("run.warmup_steps")) +
-                                   " leaves no timed step (steps = " + std::to_string(c.integer("run.steps")) + ")");
+    c.fail(c.is_set("run.warmup_steps") || !c.is_set("run.steps") ? "run.warmup_steps" : "run.steps",
+           "warmup_steps = " + std::to_string(c.integer("run.warmup_steps")) +
+               " leaves no timed step (steps = " + std::to_string(c.integer("run.steps")) + ")");
 }
 
 }  // namespace

@@ -14,11 +14,13 @@ void finalize(config::Config& c) {
   if (src == "tokens" && c.integer("model.vocab_size") > 65536)
     c.fail("model.vocab_size", "source \"tokens\" reads uint16 tokens: vocab_size must be <= 65536");
   const int64_t world = c.integer("parallel.world_size"), batch = c.integer("data.batch_size");
+  // Cross-key rules point at a key the user wrote (a default has no line in any file).
+  auto at = [&](const char* first, const char* other) { return c.is_set(first) || !c.is_set(other) ? first : other; };
   if (batch % world != 0)
-    c.fail("data.batch_size", "batch_size = " + std::to_string(batch) + " (global) is not divisible by world_size = " +
-                                  std::to_string(world));
+    c.fail(at("data.batch_size", "parallel.world_size"),
+           "batch_size = " + std::to_string(batch) + " (global) is not divisible by world_size = " + std::to_string(world));
   if (src == "synthetic" && c.integer("data.fanout") > c.integer("model.vocab_size"))
-    c.fail("data.fanout", "fanout must not exceed vocab_size");
+    c.fail(at("data.fanout", "model.vocab_size"), "fanout must not exceed vocab_size");
 }
 
 }  // namespace

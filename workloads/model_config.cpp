@@ -22,6 +22,7 @@ void finalize(config::Config& c) {
   const Preset* preset = nullptr;
   for (const auto& q : kPresets)
     if (p == q.name) preset = &q;
+  const bool heads_explicit = c.is_set("model.n_heads"), width_explicit = c.is_set("model.d_model");
   auto fill = [&](const char* key, int64_t v) {
     if (!c.is_set(key)) c.resolve(key, v, "model.preset");
   };
@@ -31,8 +32,10 @@ void finalize(config::Config& c) {
   fill("model.seq_len", preset->seq_len);
   fill("model.vocab_size", preset->vocab_size);
   const int64_t d = c.integer("model.d_model"), h = c.integer("model.n_heads");
+  // Point at the key the user wrote: n_heads, or d_model when n_heads came from the preset.
   if (d % h != 0)
-    c.fail("model.n_heads", "n_heads = " + std::to_string(h) + " does not divide d_model = " + std::to_string(d));
+    c.fail(heads_explicit || !width_explicit ? "model.n_heads" : "model.d_model",
+           "n_heads = " + std::to_string(h) + " does not divide d_model = " + std::to_string(d));
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ namespace {
 
 void finalize(config::Config& c) {
   if (c.number("optim.min_lr") > c.number("optim.lr"))
-    c.fail("optim.min_lr", "min_lr must not exceed lr");
+    c.fail(c.is_set("optim.min_lr") || !c.is_set("optim.lr") ? "optim.min_lr" : "optim.lr",  // the key the user wrote
+           "min_lr must not exceed lr");
 }
 
 }  // namespace
