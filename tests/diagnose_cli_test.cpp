@@ -1,0 +1,196 @@
+// End-to-end tests of `lockstep diagnose`, `lockstep stages` and `lockstep trace-check` with the
+// real binary: real training runs with one injected fault each ([faults] via --set), then
+// `lockstep diagnose RUN --json`; the injected cause must rank first at (or within two steps of)
+// the injected step. Each test is its own ctest (tests/CMakeLists.txt); only the stalled-rank one
+// is timing-sensitive (RUN_SERIAL).
+#include <cmath>
+#include <cstdlib>
+
+#include "cli_util.h"
+
+using namespace lockstep::testing;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kFaultStep = 120;  // well after the LR warmup (20 steps) of configs/baseline.toml
+
+// Where runs that later tests (the browser check) read are kept.
+fs::path kept_dir(const std::string& name) {
+  fs::path p = fs::path(DIAG_OUT_DIR) / name;
+  fs::remove_all(p);
+  fs::create_directories(p.parent_path());
+  return p;
+}
+
+// Runs CONFIG with the fault, stopping 20 steps after it (the schedule stays 200 steps long).
+void run_with_fault(const std::string& config, const std::vector<std::string>& sets, const fs::path& out, const fs::path& logs,
+                    int expect_exit = 0) {
+  std::vector<std::string> args{"run", config, "--out", out.string(), "--quiet", "--stop-after", std::to_string(kFaultStep + 20)};
+  for (const auto& s : sets) args.push_back("--set"), args.push_back(s);
+  auto r = run_lockstep(args, logs, 600);
+  ASSERT_EQ(r.exit_code, expect_exit) << r.output;
+}
+
+json diagnose_json(const fs::path& run, const fs::path& logs) {
+  auto r = run_lockstep({"diagnose", run.string(), "--json"}, logs, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // stdout and stderr share the log; the JSON document is the outermost {...}.
+  const auto a = r.output.find('{'), b = r.output.rfind('}');
+  if (a == std::string::npos || b == std::string::npos) {
+    ADD_FAILURE() << "no JSON in:\n" << r.output;
+    return json();
+  }
+  return json::parse(r.output.substr(a, b - a + 1));
+}
+
+// The event within `tol` steps of `step` whose top cause is `cause`; fails listing every event.
+void expect_top_cause(const json& d, int step, const std::string& cause, int tol = 2) {
+  ASSERT_TRUE(d.contains("spikes")) << d.dump(2);
+  const json* hit = nullptr;
+  for (const auto& s : d["spikes"])
+    if (std::abs(s["step"].get<int>() - step) <= tol) {
+      hit = &s;
+      break;
+    }
+  ASSERT_NE(hit, nullptr) << "no event within " << tol << " steps of " << step << ":\n" << d.dump(2);
+  const auto& causes = (*hit)["causes"];
+  ASSERT_EQ(causes.size(), 6u);
+  EXPECT_EQ(causes[0]["cause"], cause) << hit->dump(2);
+  EXPECT_GT(causes[0]["score"].get<double>(), causes[1]["score"].get<double>()) << hit->dump(2);
+  // Measured results, for the record (ctest --output-on-failure -V shows them).
+  std::printf("[diagnose] fault -> event at step %d (%s): top %s %.3f, runner-up %s %.3f\n  %s\n", (*hit)["step"].get<int>(),
+              (*hit)["kind"].get<std::string>().c_str(), causes[0]["cause"].get<std::string>().c_str(), causes[0]["score"].get<double>(),
+              causes[1]["cause"].get<std::string>().c_str(), causes[1]["score"].get<double>(), causes[0]["evidence"].get<std::string>().c_str());
+}
+
+}  // namespace
+
+TEST(DiagnoseCli, CorruptBatchIsData) {
+  TempDir tmp;
+  run_with_fault("configs/baseline.toml", {"faults.corrupt_batch_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path());
+  auto d = diagnose_json(tmp.path() / "run", tmp.path());
+  expect_top_cause(d, kFaultStep, "data");
+  EXPECT_TRUE(fs::exists(tmp.path() / "run" / "diagnosis.json"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "run" / "diagnosis.md"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "run" / "diagnosis.html"));
+}
+
+TEST(DiagnoseCli, LrSpikeIsLr) {
+  TempDir tmp;
+  const fs::path run = kept_dir("lr_spike");  // diagnosis.html here is opened by diagnose_html_renders
+  run_with_fault("configs/baseline.toml", {"faults.lr_spike_at=" + std::to_string(kFaultStep)}, run, tmp.path());
+  auto d = diagnose_json(run, tmp.path());
+  expect_top_cause(d, kFaultStep + 1, "lr");  // the LR of step k shows in the loss of step k+1
+  // The text form goes to stdout and names the same thing.
+  auto text = run_lockstep({"diagnose", run.string()}, tmp.path(), 120);
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.output.find("1. lr"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("diagnosis.html"), std::string::npos) << text.output;
+}
+
+TEST(DiagnoseCli, GradBlowupIsGrad) {
+  TempDir tmp;
+  run_with_fault("configs/baseline.toml", {"faults.grad_blowup_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path());
+  expect_top_cause(diagnose_json(tmp.path() / "run", tmp.path()), kFaultStep, "grad");
+}
+
+TEST(DiagnoseCli, NonFiniteIsNumerics) {
+  TempDir tmp;
+  run_with_fault("configs/baseline.toml", {"faults.nonfinite_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path(), 3);
+  auto d = diagnose_json(tmp.path() / "run", tmp.path());
+  expect_top_cause(d, kFaultStep, "numerics", 0);
+  EXPECT_EQ(d["status"], "nonfinite");
+}
+
+TEST(DiagnoseCli, StalledRankIsSync) {
+  TempDir tmp;
+  run_with_fault("configs/ddp2.toml",
+                 {"faults.stall_rank=1", "faults.stall_at=" + std::to_string(kFaultStep), "faults.stall_ms=1500"}, tmp.path() / "run",
+                 tmp.path());
+  auto d = diagnose_json(tmp.path() / "run", tmp.path());
+  EXPECT_EQ(d["ranks"], 2);
+  expect_top_cause(d, kFaultStep, "sync");
+}
+
+TEST(DiagnoseCli, CleanRunHasNoLossOrGradientEvents) {
+  TempDir tmp;
+  run_with_fault("configs/baseline.toml", {}, tmp.path() / "run", tmp.path());
+  auto d = diagnose_json(tmp.path() / "run", tmp.path());
+  // A slow step on a busy host may still show up (as a hardware guess); nothing else may.
+  for (const auto& s : d["spikes"]) EXPECT_EQ(s["kind"], "step-time spike") << s.dump(2);
+}
+
+TEST(DiagnoseCli, BadRunFolderIsAUsageError) {
+  TempDir tmp;
+  auto r = run_lockstep({"diagnose", (tmp.path() / "nope").string()}, tmp.path(), 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not a run folder"), std::string::npos) << r.output;
+}
+
+// The trace of a real 2-rank run against the trace-event format, and the stage planner on its
+// measured per-layer costs.
+TEST(TraceCheckCli, TwoRankRunTraceIsValid) {
+  TempDir tmp;
+  auto run = run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "run", "--quiet"}, tmp.path(), 600);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const fs::path t0 = tmp.path() / "run" / "trace.rank0.json", t1 = tmp.path() / "run" / "trace.rank1.json";
+  ASSERT_TRUE(fs::exists(t0) && fs::exists(t1)) << "the run wrote no per-rank traces";
+  auto ok = run_lockstep({"trace-check", t0.string(), t1.string()}, tmp.path(), 120);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("valid: 2 trace files"), std::string::npos) << ok.output;
+  for (const auto& t : {t0, t1}) {
+    auto doc = read_json(t);
+    const auto& ev = doc.is_array() ? doc : doc["traceEvents"];
+    size_t complete = 0;
+    for (const auto& e : ev) complete += e.value("ph", "") == "X" ? 1 : 0;
+    EXPECT_GT(complete, 20u) << t;  // at least one step span per step
+  }
+  // The same file twice: two files claim one pid -> invalid, exit 1.
+  auto dup = run_lockstep({"trace-check", t0.string(), t0.string()}, tmp.path(), 120);
+  EXPECT_EQ(dup.exit_code, 1) << dup.output;
+  EXPECT_NE(dup.output.find("is also the pid of"), std::string::npos) << dup.output;
+  // A complete event without dur -> invalid.
+  auto doc = read_json(t1);
+  auto& ev = doc.is_array() ? doc : doc["traceEvents"];
+  for (auto& e : ev)
+    if (e.value("ph", "") == "X") {
+      e.erase("dur");
+      break;
+    }
+  std::ofstream(tmp / "broken.json") << doc.dump();
+  auto bad = run_lockstep({"trace-check", tmp / "broken.json"}, tmp.path(), 120);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("without a numeric \"dur\""), std::string::npos) << bad.output;
+
+  if (fs::exists(tmp.path() / "run" / "layer_costs.json")) {
+    auto st = run_lockstep({"stages", tmp / "run", "--stages", "2", "--json"}, tmp.path(), 60);
+    ASSERT_EQ(st.exit_code, 0) << st.output;
+    auto j = json::parse(st.output.substr(st.output.find('{')));
+    EXPECT_EQ(j["stages"], 2);
+    EXPECT_LE(j["optimal"]["max_ms"].get<double>(), j["naive"]["max_ms"].get<double>() + 1e-9);
+  }
+}
+
+TEST(StagesCli, EmbeddingHeavyModelGivesTheFirstStageFewerBlocks) {
+  TempDir tmp;
+  json units = json::array();
+  units.push_back({{"name", "embedding"}, {"forward_ms", 12.0}, {"backward_ms", 24.0}});
+  for (int i = 0; i < 8; ++i) units.push_back({{"name", "block " + std::to_string(i)}, {"forward_ms", 3.0}, {"backward_ms", 6.0}});
+  units.push_back({{"name", "head+loss"}, {"forward_ms", 4.0}, {"backward_ms", 5.0}});
+  fs::create_directories(tmp.path() / "run");
+  std::ofstream(tmp.path() / "run" / "layer_costs.json") << json{{"steps", 5}, {"units", units}}.dump(2);
+  auto r = run_lockstep({"stages", tmp / "run", "--stages", "2", "--json"}, tmp.path(), 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["microbatches"], 8);
+  EXPECT_LT(j["optimal"]["stages"][0]["blocks"].get<int>(), j["naive"]["stages"][0]["blocks"].get<int>());
+  EXPECT_LT(j["optimal"]["max_ms"].get<double>(), j["naive"]["max_ms"].get<double>());
+  auto text = run_lockstep({"stages", tmp / "run", "--stages", "3", "--microbatches", "6"}, tmp.path(), 60);
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("optimal split"), std::string::npos) << text.output;
+  auto too_many = run_lockstep({"stages", tmp / "run", "--stages", "9"}, tmp.path(), 60);
+  EXPECT_EQ(too_many.exit_code, 2) << too_many.output;
+  auto missing = run_lockstep({"stages", tmp / "nothing", "--stages", "2"}, tmp.path(), 60);
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+}
