@@ -1,0 +1,405 @@
+#include "harness/scale/scaling.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "harness/config/config.h"
+#include "harness/exit_codes.h"
+#include "harness/stats/statistics.h"
+#include "harness/util/files.h"
+#include "harness/util/process.h"
+#include "reports/run_json.h"
+
+namespace lockstep::scale {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kRunTimeoutS = 3600;
+constexpr double kBusyLoad = 0.5;
+
+std::string fmt(double x, int decimals) {
+  if (!std::isfinite(x)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+long available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// One distinct run configuration (n, global batch); strong and weak points may share one.
+struct Job {
+  int n = 0;
+  int64_t batch = 0;
+  bool set_batch = false;  // pass --set data.batch_size (weak points)
+  std::string label;       // "strong-2"
+  bool failed = false;
+  std::string failure;
+  std::vector<RunSummary> summaries;
+  std::vector<std::string> dirs;
+};
+
+struct RunOutcome {
+  bool ok = false;
+  RunSummary summary;
+  std::string failure;  // "status: reason"
+};
+
+RunOutcome run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, const fs::path& dir) {
+  fs::remove_all(dir);  // a previous series' summary.json must never stand in for this run's
+  fs::create_directories(dir);
+  // --no-history: the points are parts of this series, not runs to track on their own.
+  std::vector<std::string> argv{util::self_exe(), "run", req.config, "--nproc", std::to_string(j.n)};
+  for (const auto& s : req.sets) argv.push_back("--set"), argv.push_back(s);
+  argv.push_back("--set"), argv.push_back("parallel.world_size=" + std::to_string(j.n));
+  if (j.set_batch) argv.push_back("--set"), argv.push_back("data.batch_size=" + std::to_string(j.batch));
+  argv.insert(argv.end(), {"--stop-after", std::to_string(stop_after), "--out", dir.string(), "--quiet", "--no-history"});
+
+  const fs::path log = dir / "lockstep.log";
+  util::ExitStatus st;
+  try {
+    st = util::wait_for(util::spawn(argv, log, j.label), kRunTimeoutS);
+  } catch (const std::exception& e) {
+    return RunOutcome{false, {}, std::string("could not start: ") + e.what()};
+  }
+  RunOutcome o;
+  const fs::path summary = dir / "summary.json";
+  std::string status = "ok", failure;
+  if (fs::exists(summary)) {
+    try {
+      o.summary = reports::read_summary(summary);
+      status = o.summary.status;
+      failure = o.summary.failure;
+      if (o.summary.failed_step) failure = "at step " + std::to_string(o.summary.failed_step) + ": " + failure;
+    } catch (const std::exception& e) {
+      status = "unreadable summary";
+      failure = e.what();
+    }
+  } else if (st.code == 0) {
+    status = "no summary";
+    failure = "the run exited 0 but wrote no summary.json";
+  }
+  if (st.code != 0 && status == "ok") {
+    status = st.code == kExitUsage ? "config error" : "crashed";
+    failure = st.describe() + ": " + util::last_nonempty_line(log);
+  }
+  if (status == "ok" && !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
+    status = "no throughput";
+    failure = "no timed step recorded (timed steps: " + std::to_string(o.summary.timed_steps) + ")";
+  }
+  o.ok = status == "ok";
+  if (!o.ok) o.failure = status + (failure.empty() ? "" : ": " + failure);
+  return o;
+}
+
+double share_of(const RunSummary& s, const std::string& phase) {
+  auto it = s.phase_share.find(phase);
+  return it == s.phase_share.end() ? 0.0 : it->second;
+}
+
+}  // namespace
+
+std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs, int64_t base_batch) {
+  std::vector<int> ns = nprocs;
+  std::sort(ns.begin(), ns.end());
+  std::vector<ScalePoint> out;
+  for (int n : ns) {
+    ScalePoint p;
+    p.mode = mode;
+    p.n = n;
+    p.global_batch = mode == "weak" ? base_batch * n : base_batch;
+    if (n <= 0 || p.global_batch % n != 0) {
+      p.status = "skipped";
+      p.note = "data.batch_size = " + std::to_string(p.global_batch) + " (global) is not divisible by " + std::to_string(n) +
+               " ranks; the batch is never changed silently, so N=" + std::to_string(n) + " is skipped";
+    } else {
+      p.micro_batch = p.global_batch / n;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+void finish_series(ScaleSeries& s) {
+  std::sort(s.points.begin(), s.points.end(), [](const ScalePoint& a, const ScalePoint& b) { return a.n < b.n; });
+  const ScalePoint* ref = nullptr;
+  for (auto& p : s.points) {
+    if (!p.measured()) continue;
+    p.tokens_per_sec = stats::median(p.tokens_per_sec_repeats);
+    p.comm_share = p.comm_share_repeats.empty() ? NAN : stats::median(p.comm_share_repeats);
+    p.step_ms_p50 = p.step_ms_p50_repeats.empty() ? NAN : stats::median(p.step_ms_p50_repeats);
+    if (!ref && std::isfinite(p.tokens_per_sec) && p.tokens_per_sec > 0) ref = &p;
+  }
+  s.ref_n = ref ? ref->n : 0;
+  std::vector<SpeedupPoint> pts;
+  for (auto& p : s.points) {
+    p.speedup = p.efficiency = NAN;
+    if (!ref || !p.measured()) continue;
+    p.speedup = p.tokens_per_sec / ref->tokens_per_sec;
+    p.efficiency = p.speedup / (static_cast<double>(p.n) / ref->n);
+    pts.push_back(SpeedupPoint{static_cast<double>(p.n), p.speedup});
+  }
+  s.fit = fit_amdahl(pts);
+}
+
+std::string micro_batch_warning(const ScaleSeries& s) {
+  std::vector<const ScalePoint*> planned;
+  for (const auto& p : s.points)
+    if (p.status != "skipped" && p.micro_batch > 0) planned.push_back(&p);
+  if (planned.size() < 2) return "";
+  std::sort(planned.begin(), planned.end(), [](auto* a, auto* b) { return a->n < b->n; });
+  if (planned.back()->micro_batch >= planned.front()->micro_batch) return "";
+  std::string sizes;
+  for (size_t i = 0; i < planned.size(); ++i)
+    sizes += (i ? ", " : "") + std::to_string(planned[i]->micro_batch) + (i ? "" : " sequences") + " at N=" + std::to_string(planned[i]->n);
+  return "the per-rank micro-batch shrinks with scale (" + s.mode + " scaling keeps the global batch at " +
+         std::to_string(planned.front()->global_batch) + "): " + sizes +
+         " per rank. Each rank gets less work per step, so the devices starve (memory-bound kernels, fixed "
+         "per-step overheads and communication dominate). Scale the global batch with the ranks (weak scaling, "
+         "--mode weak) to keep per-rank work constant";
+}
+
+bool shares_cores(long host_cores, int max_n, int64_t threads_per_rank, const std::string& device) {
+  return device == "cpu" && host_cores > 0 && static_cast<int64_t>(max_n) * threads_per_rank > host_cores;
+}
+
+const ScaleSeries* ScaleResult::find(const std::string& m) const {
+  for (const auto& s : series)
+    if (s.mode == m) return &s;
+  return nullptr;
+}
+
+const ScaleSeries* ScaleResult::headline() const {
+  if (const auto* s = find("strong")) return s;
+  return series.empty() ? nullptr : &series.front();
+}
+
+void finish_result(ScaleResult& r) {
+  for (auto& s : r.series) finish_series(s);
+  const int max_n = r.nprocs.empty() ? 0 : *std::max_element(r.nprocs.begin(), r.nprocs.end());
+
+  for (const auto& s : r.series) {
+    const std::string w = micro_batch_warning(s);
+    if (!w.empty()) r.warnings.push_back(w);
+  }
+  r.shares_cores = shares_cores(r.host_cores, max_n, r.threads_per_rank, r.device);
+  if (r.shares_cores)
+    r.warnings.push_back("the ranks share this host's cores: " + std::to_string(max_n) + " ranks x " +
+                         std::to_string(r.threads_per_rank) + " thread(s) = " +
+                         std::to_string(static_cast<int64_t>(max_n) * r.threads_per_rank) + " threads on " +
+                         std::to_string(r.host_cores) +
+                         " cores, so the figures measure the harness's scaling on this box, not a cluster's");
+  if (std::isfinite(r.load_average) && r.load_average >= kBusyLoad)
+    r.warnings.push_back("the host was busy when the series started (1-minute load average " + fmt(r.load_average, 2) + " on " +
+                         std::to_string(r.host_cores) + " cores): other work competes for the cores and the timings are noisy");
+  for (const auto& s : r.series) {
+    if (s.fit.superlinear || s.fit.slowdown || s.fit.poor)
+      for (const auto& n : s.fit.notes)
+        if (n.rfind("two rank counts", 0) != 0) r.warnings.push_back(s.mode + " Amdahl fit: " + n);
+  }
+
+  r.notes.push_back("all ranks run on this one host and exchange gradients over loopback (c10d): communication is "
+                    "cheaper than across a network and compute shares the host's " + std::to_string(r.host_cores) +
+                    " cores, so these figures describe this box, not a cluster");
+  for (const auto& s : r.series) {
+    for (const auto& p : s.points) {
+      if (p.status == "skipped") r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " skipped: " + p.note);
+      if (!p.shared_with.empty())
+        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " is the same run as " + p.shared_with + " N=" +
+                          std::to_string(p.n) + " (global batch " + std::to_string(p.global_batch) + "): measured once, shared");
+    }
+    int first_planned = 0;
+    for (const auto& p : s.points)
+      if (p.status != "skipped") {
+        first_planned = p.n;
+        break;
+      }
+    if (s.ref_n && first_planned && s.ref_n != first_planned)
+      r.notes.push_back(s.mode + ": N=" + std::to_string(first_planned) + " has no measurement, so speed-ups are relative to N=" +
+                        std::to_string(s.ref_n));
+    if (!s.fit.ok)
+      for (const auto& n : s.fit.notes) r.notes.push_back(s.mode + " Amdahl fit: " + n);
+  }
+  std::string exact;
+  for (const auto& s : r.series)
+    if (s.fit.ok && s.fit.sizes == 2) exact += (exact.empty() ? "" : " and ") + s.mode;
+  if (!exact.empty())
+    r.notes.push_back("the " + exact + " Amdahl fit" + (exact.find(" and ") != std::string::npos ? "s use" : " uses") +
+                      " two rank counts, which determine the curve exactly: no goodness of fit (measure three or more to check the model)");
+  if (const auto* h = r.headline(); h && h->mode == "weak" && h->fit.ok)
+    r.notes.push_back("only weak scaling was measured: its P is an effective parallel fraction (weak scaling follows "
+                      "Gustafson's law; Amdahl's law describes a fixed global batch)");
+  r.exit_code = r.failures.empty() ? kExitPass : kExitRunFailed;
+}
+
+ScaleResult run_scaling(const ScaleRequest& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto log = [&](const std::string& s) {
+    if (req.log) req.log(s);
+  };
+  if (req.nprocs.empty()) throw UsageError("--nproc: give the rank counts, e.g. --nproc 1,2,4");
+  std::vector<int> ns = req.nprocs;
+  std::sort(ns.begin(), ns.end());
+  for (size_t i = 0; i < ns.size(); ++i) {
+    if (ns[i] < 1) throw UsageError("--nproc: rank counts must be positive (got " + std::to_string(ns[i]) + ")");
+    if (i && ns[i] == ns[i - 1]) throw UsageError("--nproc: " + std::to_string(ns[i]) + " is listed twice");
+  }
+  if (req.mode != "strong" && req.mode != "weak" && req.mode != "both")
+    throw UsageError("--mode: strong, weak or both (got '" + req.mode + "')");
+  if (req.repeats < 1) throw UsageError("--repeats must be at least 1");
+  if (req.steps_timed < 1) throw UsageError("--steps-timed must be at least 1");
+
+  const auto base = config::Config::load(req.config, req.sets);  // ConfigError: exit 2
+  ScaleResult r;
+  r.config = req.config;
+  r.name = base.str("run.name");
+  r.mode = req.mode;
+  r.out_dir = req.out_dir;
+  r.nprocs = ns;
+  r.repeats = req.repeats;
+  r.steps_timed = req.steps_timed;
+  r.warmup_steps = base.integer("run.warmup_steps");
+  r.profile_window = base.integer("profile.window");
+  r.base_batch = base.integer("data.batch_size");
+  r.threads_per_rank = base.integer("run.threads");
+  r.device = base.str("run.device");
+  r.host_cores = available_cores();
+  double load[1] = {NAN};
+  if (::getloadavg(load, 1) == 1) r.load_average = load[0];
+
+  const int64_t steps = base.integer("run.steps");
+  r.stop_after = r.warmup_steps + r.profile_window + r.steps_timed;
+  if (r.stop_after > steps) {
+    const int64_t timed = steps - r.warmup_steps - r.profile_window;
+    if (timed < 1)
+      throw UsageError(req.config + ": run.steps = " + std::to_string(steps) + " leaves no timed step after run.warmup_steps = " +
+                       std::to_string(r.warmup_steps) + " and profile.window = " + std::to_string(r.profile_window));
+    r.notes.push_back("--steps-timed " + std::to_string(r.steps_timed) + " does not fit in run.steps = " + std::to_string(steps) +
+                      ": each run times " + std::to_string(timed) + " steps (raise run.steps with --set run.steps=N for more)");
+    r.stop_after = steps;
+    r.steps_timed = timed;
+  }
+
+  std::vector<std::string> modes = req.mode == "both" ? std::vector<std::string>{"strong", "weak"} : std::vector<std::string>{req.mode};
+  std::vector<Job> jobs;
+  std::map<std::pair<int, int64_t>, size_t> job_of;
+  std::map<std::pair<std::string, int>, size_t> point_job;
+  for (const auto& m : modes) {
+    ScaleSeries s;
+    s.mode = m;
+    s.points = plan_series(m, ns, r.base_batch);
+    for (auto& p : s.points) {
+      if (p.status == "skipped") continue;
+      auto sets = req.sets;
+      sets.push_back("parallel.world_size=" + std::to_string(p.n));
+      if (m == "weak") sets.push_back("data.batch_size=" + std::to_string(p.global_batch));
+      try {
+        config::Config::load(req.config, sets);
+      } catch (const config::ConfigError& e) {
+        p.status = "skipped";
+        p.note = "the config is invalid at this size: " + std::string(e.what());
+        continue;
+      }
+      const auto key = std::make_pair(p.n, p.global_batch);
+      auto it = job_of.find(key);
+      if (it == job_of.end()) {
+        Job j;
+        j.n = p.n;
+        j.batch = p.global_batch;
+        j.set_batch = m == "weak";
+        j.label = m + "-" + std::to_string(p.n);
+        it = job_of.emplace(key, jobs.size()).first;
+        jobs.push_back(j);
+      } else {
+        p.shared_with = jobs[it->second].label.substr(0, jobs[it->second].label.find('-'));
+      }
+      point_job[{m, p.n}] = it->second;
+    }
+    r.series.push_back(std::move(s));
+  }
+  if (jobs.empty()) {
+    std::string why;
+    for (const auto& s : r.series)
+      for (const auto& p : s.points) why += "\n  " + s.mode + " N=" + std::to_string(p.n) + ": " + p.note;
+    throw UsageError("no rank count can run:" + why);
+  }
+
+  // Interleaved repeats: N ascending, then descending, ...; modes alternate the same way.
+  const fs::path out = req.out_dir;
+  const int64_t total = static_cast<int64_t>(jobs.size()) * req.repeats;
+  int64_t done = 0;
+  for (int64_t rep = 0; rep < req.repeats; ++rep) {
+    std::vector<int> order = ns;
+    std::vector<std::string> morder = modes;
+    if (rep % 2 == 1) std::reverse(order.begin(), order.end()), std::reverse(morder.begin(), morder.end());
+    std::set<size_t> ran;
+    for (int n : order) {
+      for (const auto& m : morder) {
+        auto pj = point_job.find({m, n});
+        if (pj == point_job.end() || ran.count(pj->second)) continue;
+        ran.insert(pj->second);
+        Job& j = jobs[pj->second];
+        ++done;
+        if (j.failed) continue;
+        const fs::path dir = out / j.label / ("repeat-" + std::to_string(rep + 1));
+        const int64_t micro = j.batch / j.n;
+        log("run " + std::to_string(done) + "/" + std::to_string(total) + ": " + j.label + " (global batch " + std::to_string(j.batch) +
+            ", " + std::to_string(micro) + " per rank), repeat " + std::to_string(rep + 1) + "/" + std::to_string(req.repeats));
+        auto o = run_one(req, j, r.stop_after, dir);
+        j.dirs.push_back(dir.string());
+        if (!o.ok) {
+          j.failed = true;
+          j.failure = o.failure;
+          r.failures.push_back(j.label + " (N=" + std::to_string(j.n) + ", global batch " + std::to_string(j.batch) + ") repeat " +
+                               std::to_string(rep + 1) + " in " + dir.string() + ": " + o.failure);
+          log("  failed: " + o.failure);
+          continue;
+        }
+        if (r.env.empty()) r.env = o.summary.env;
+        log("  " + fmt(o.summary.tokens_per_sec, 1) + " tokens/s, comm " + fmt(100 * share_of(o.summary, "comm"), 1) + "% of the step");
+        j.summaries.push_back(o.summary);
+      }
+    }
+  }
+
+  for (auto& s : r.series) {
+    for (auto& p : s.points) {
+      auto pj = point_job.find({s.mode, p.n});
+      if (pj == point_job.end()) continue;
+      const Job& j = jobs[pj->second];
+      p.run_dirs = j.dirs;
+      if (j.failed) {
+        p.status = "failed";
+        p.note = j.failure;
+      }
+      for (const auto& sum : j.summaries) {
+        p.tokens_per_sec_repeats.push_back(sum.tokens_per_sec);
+        p.comm_share_repeats.push_back(share_of(sum, "comm"));
+        p.step_ms_p50_repeats.push_back(sum.step_ms.p50);
+      }
+      // A failed point keeps no partial median: its repeats are not comparable to full ones.
+      if (j.failed) p.tokens_per_sec_repeats.clear();
+    }
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  finish_result(r);
+  return r;
+}
+
+}  // namespace lockstep::scale
