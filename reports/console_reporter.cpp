@@ -72,6 +72,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
 
   const auto& a = r.alignment;
   o << "\nAlignment (" << a.klass << ", loss at step " << a.check_step << ")\n";
+  o << "  loss reference: " << r.loss_reference << "\n";
   std::vector<std::vector<std::string>> rows{
       {"loss", "baseline " + a.baseline_rounded, "variant " + a.variant_rounded,
        "|delta| " + general(a.abs_diff) + " (tolerance " + general(a.tolerance) + ")"}};
@@ -103,6 +104,21 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
     o << "  determinism: baseline " << (r.determinism.baseline_ok ? "ok" : "NOT deterministic") << ", variant "
       << (r.determinism.variant_ok ? "ok" : "NOT deterministic")
       << (r.determinism.detail.empty() ? "" : " (" + r.determinism.detail + ")") << "\n";
+
+  if (!r.breakdown.phases.empty()) {
+    o << "\nWhere the time went (baseline " << r.baseline.bound << ", variant " << r.variant.bound << ")\n";
+    for (const auto& f : r.breakdown.findings) o << "  * " << f << "\n";
+    std::vector<std::vector<std::string>> rows{{"phase", "baseline ms", "share", "variant ms", "share"}};
+    for (const auto& p : r.breakdown.phases)
+      rows.push_back({p.phase, fixed(p.baseline_ms, 2), text::percent(p.baseline_share), fixed(p.variant_ms, 2), text::percent(p.variant_share)});
+    o << table(rows);
+    std::vector<std::vector<std::string>> ops{{"operator (self ms/step)", "baseline", "variant", "delta"}};
+    for (size_t i = 0; i < r.breakdown.ops.size() && i < 8; ++i) {
+      const auto& op = r.breakdown.ops[i];
+      ops.push_back({op.name, fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3), text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
+    }
+    if (ops.size() > 1) o << table(ops);
+  }
 
   o << "\nChecks\n";
   std::vector<std::vector<std::string>> checks;

@@ -104,7 +104,8 @@ void alignment(std::ostream& o, const compare::CompareResult& r) {
   o << "<section><h2>Loss alignment <span class=\"pill " << (a.aligned ? "ok\">aligned" : "bad\">not aligned")
     << "</span></h2>\n<p>" << html_escape(a.klass) << " knob, loss at step " << a.check_step;
   if (!a.explanation.empty()) o << ": " << html_escape(a.explanation);
-  o << "</p>\n<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th class=\"num\">|Δ|</th>"
+  o << "</p>\n<p class=\"muted\">Loss reference: " << html_escape(r.loss_reference) << "</p>\n";
+  o << "<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th class=\"num\">|Δ|</th>"
        "<th class=\"num\">Tolerance</th><th>Equal to 3 dp</th><th class=\"num\">Max |Δ| (curve)</th>"
        "<th class=\"num\">First divergent step</th></tr>\n<tr>"
     << td(html_escape(a.baseline_rounded), true) << td(html_escape(a.variant_rounded), true) << td(fixed(a.abs_diff, 6), true)
@@ -149,6 +150,23 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
 }
 
 void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
+  if (!r.breakdown.phases.empty()) {
+    const auto& bd = r.breakdown;
+    o << "<section><h2>Where the time went</h2>\n<p class=\"muted\">Medians over the timing repeats; operators from each "
+         "repeat's profiled window (self time per step). Baseline " << html_escape(r.baseline.bound) << ", variant "
+      << html_escape(r.variant.bound) << ".</p>\n<ul>";
+    for (const auto& f : bd.findings) o << "<li>" << html_escape(f) << "</li>";
+    o << "</ul>\n<table><tr><th>Phase</th><th>Baseline ms</th><th>share</th><th>Variant ms</th><th>share</th></tr>\n";
+    for (const auto& p : bd.phases)
+      o << "<tr>" << td(html_escape(p.phase)) << td(text::fixed(p.baseline_ms, 2), true) << td(text::percent(p.baseline_share), true)
+        << td(text::fixed(p.variant_ms, 2), true) << td(text::percent(p.variant_share), true) << "</tr>\n";
+    o << "</table>\n<table><tr><th>Operator</th><th>Baseline ms/step</th><th>Variant ms/step</th><th>Change</th><th>Calls</th></tr>\n";
+    for (const auto& op : bd.ops)
+      o << "<tr>" << td(code(op.name)) << td(text::fixed(op.baseline_ms, 3), true) << td(text::fixed(op.variant_ms, 3), true)
+        << td(text::signed_fixed(op.variant_ms - op.baseline_ms, 3, " ms"), true)
+        << td(text::fixed(op.baseline_calls, 0) + " / " + text::fixed(op.variant_calls, 0), true) << "</tr>\n";
+    o << "</table></section>\n";
+  }
   o << "<section><h2>Checks</h2>\n<table><tr><th></th><th>Check</th><th>Detail</th></tr>\n";
   for (const auto& c : r.checks)
     o << "<tr>" << td(c.passed ? "<span class=\"yes\">✔</span>" : "<span class=\"no\">✘</span>") << td(html_escape(c.name))

@@ -21,6 +21,30 @@ json nums(const std::vector<double>& xs) {
 json opt(const std::optional<double>& x) { return x ? number(*x) : json(nullptr); }
 json str_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+json ms_map(const std::map<std::string, double>& m) {
+  json o = json::object();
+  for (const auto& [k, v] : m) o[k] = number(v);
+  return o;
+}
+
+json ops_json(const std::vector<OpStat>& ops) {
+  json a = json::array();
+  for (const auto& op : ops)
+    a.push_back({{"name", op.name}, {"calls", number(op.calls)}, {"self_ms", number(op.self_ms)}, {"total_ms", number(op.total_ms)}});
+  return a;
+}
+
+json breakdown_json(const compare::Breakdown& b) {
+  json phases = json::array(), ops = json::array();
+  for (const auto& p : b.phases)
+    phases.push_back({{"phase", p.phase}, {"baseline_share", number(p.baseline_share)}, {"variant_share", number(p.variant_share)},
+                      {"baseline_ms", number(p.baseline_ms)}, {"variant_ms", number(p.variant_ms)}});
+  for (const auto& o : b.ops)
+    ops.push_back({{"name", o.name}, {"baseline_ms", number(o.baseline_ms)}, {"variant_ms", number(o.variant_ms)},
+                   {"baseline_calls", number(o.baseline_calls)}, {"variant_calls", number(o.variant_calls)}});
+  return {{"phases", phases}, {"ops", ops}, {"findings", b.findings}};
+}
+
 json arm_json(const compare::ArmResult& a) {
   json phases = json::object();
   for (const auto& [k, v] : a.phase_share) phases[k] = number(v);
@@ -35,6 +59,9 @@ json arm_json(const compare::ArmResult& a) {
                        {"p99", number(a.step_ms.p99)}, {"mean", number(a.step_ms.mean)}}},
           {"peak_memory_bytes", a.peak_memory_bytes},
           {"phase_share", phases},
+          {"phase_ms", ms_map(a.phase_ms)},
+          {"bound", a.bound},
+          {"top_ops", ops_json(a.top_ops)},
           {"tokens_per_sec_repeats", nums(a.tokens_per_sec_repeats)},
           {"loss_curve", nums(a.loss_curve)},
           {"alignment_run", json(to_json(a.alignment_run))}};
@@ -102,6 +129,7 @@ json to_json(const compare::CompareResult& r) {
           {"exit_code", r.exit_code},
           {"mode", r.mode},
           {"alignment", alignment_json(r.alignment)},
+          {"loss_reference", r.loss_reference},
           {"baseline", arm_json(r.baseline)},
           {"variant", arm_json(r.variant)},
           {"delta", delta},
@@ -109,6 +137,7 @@ json to_json(const compare::CompareResult& r) {
           {"changes", changes},
           {"warnings", r.warnings},
           {"checks", checks},
+          {"breakdown", breakdown_json(r.breakdown)},
           {"policy", policy_json(r.policy)},
           {"policy_source", r.policy_source},
           {"determinism", {{"checked", r.determinism.checked}, {"baseline_ok", r.determinism.baseline_ok},

@@ -71,6 +71,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step << "): "
     << (a.aligned ? "✅ aligned" : "❌ not aligned");
   if (!a.explanation.empty()) o << " — " << markdown_escape(a.explanation);
+  o << "\n\nLoss reference: " << markdown_escape(r.loss_reference);
   o << "\n\n" << row({"", "Baseline", "Variant", "\\|Δ\\|", "Tolerance", "Max \\|Δ\\|", "First divergent step"})
     << "|---|--:|--:|--:|--:|--:|--:|\n"
     << row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6), fixed(a.tolerance, 6),
@@ -92,6 +93,20 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
             human_bytes(static_cast<double>(v.peak_memory_bytes)),
             r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "", ""});
 
+  if (!r.breakdown.phases.empty()) {
+    o << "\n**Where the time went** (baseline " << markdown_escape(r.baseline.bound) << ", variant " << markdown_escape(r.variant.bound)
+      << ")\n\n";
+    for (const auto& f : r.breakdown.findings) o << "- " << markdown_escape(f) << "\n";
+    o << "\n" << row({"Phase", "Baseline", "Variant"}) << "|---|--:|--:|\n";
+    for (const auto& p : r.breakdown.phases)
+      o << row({p.phase, fixed(p.baseline_ms, 2) + " ms (" + text::percent(p.baseline_share) + ")",
+                fixed(p.variant_ms, 2) + " ms (" + text::percent(p.variant_share) + ")"});
+    o << "\n<details><summary>Top operators (self ms/step)</summary>\n\n" << row({"Operator", "Baseline", "Variant", "Δ"})
+      << "|---|--:|--:|--:|\n";
+    for (const auto& op : r.breakdown.ops)
+      o << row({code(op.name), fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3), text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
+    o << "\n</details>\n";
+  }
   o << "\n**Checks**\n\n" << row({"", "Check", "Detail"}) << "|---|---|---|\n";
   for (const auto& c : r.checks)
     o << row({c.passed ? "✅" : "❌", markdown_escape(c.name), markdown_escape(c.detail)});

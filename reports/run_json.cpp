@@ -30,6 +30,7 @@ json to_json(const StepRecord& r) {
   j["loss_scale"] = r.loss_scale;
   j["overflow"] = r.overflow;
   j["skipped"] = r.skipped;
+  j["skipped_outlier"] = r.skipped_outlier;
   j["nonfinite_grads"] = r.nonfinite_grads;
   json u = json::array();
   for (double g : r.unit_grad_norms) u.push_back(num(g));
@@ -56,6 +57,7 @@ StepRecord step_from_json(const json& j) {
   r.loss_scale = j.value("loss_scale", 1.0);
   r.overflow = j.value("overflow", false);
   r.skipped = j.value("skipped", false);
+  r.skipped_outlier = j.value("skipped_outlier", false);
   r.nonfinite_grads = j.value("nonfinite_grads", int64_t{0});
   if (j.contains("unit_grad_norms"))
     for (const auto& g : j["unit_grad_norms"]) r.unit_grad_norms.push_back(num_or_nan(g));
@@ -90,6 +92,11 @@ json to_json(const RunSummary& s) {
          {"phase_ms_mean", s.phase_ms_mean},
          {"bound", s.bound},
          {"environment", s.env}};
+  json ops = json::array();
+  for (const auto& o : s.top_ops)
+    ops.push_back({{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
+  j["top_ops"] = ops;
+  j["profiled_steps"] = s.profiled_steps;
   j["mfu"] = s.mfu ? num(*s.mfu) : json("unknown");
   j["peak_flops"] = s.peak_flops ? json(*s.peak_flops) : json("unknown");
   j["peak_flops_source"] = s.peak_flops_source;
@@ -134,6 +141,10 @@ RunSummary summary_from_json(const json& j) {
   if (j.contains("phase_ms_mean")) s.phase_ms_mean = j["phase_ms_mean"].get<std::map<std::string, double>>();
   s.bound = j.value("bound", "");
   if (j.contains("environment")) s.env = j["environment"].get<std::map<std::string, std::string>>();
+  if (j.contains("top_ops"))
+    for (const auto& o : j["top_ops"])
+      s.top_ops.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0), o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
+  s.profiled_steps = j.value("profiled_steps", int64_t{0});
   return s;
 }
 

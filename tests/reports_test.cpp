@@ -95,8 +95,8 @@ class TempDir {
 
 TEST(JsonReport, HasExactlyTheContractFields) {
   json j = render_json(testing::make_compare_result());
-  EXPECT_EQ(keys(j), (std::set<std::string>{"verdict", "exit_code", "mode", "alignment", "baseline", "variant", "delta",
-                                            "changed_knobs", "changes", "warnings", "checks", "policy", "policy_source",
+  EXPECT_EQ(keys(j), (std::set<std::string>{"verdict", "exit_code", "mode", "alignment", "loss_reference", "baseline", "variant", "delta",
+                                            "changed_knobs", "changes", "warnings", "checks", "breakdown", "policy", "policy_source",
                                             "determinism", "failed_arm", "failure", "repeats", "too_few_repeats",
                                             "wall_seconds", "environment"}));
   EXPECT_EQ(keys(j["alignment"]),
@@ -107,8 +107,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
   for (const char* arm : {"baseline", "variant"}) {
     SCOPED_TRACE(arm);
     EXPECT_EQ(keys(j[arm]), (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec", "tokens_per_sec_ci",
-                                                   "mfu", "step_ms", "peak_memory_bytes", "phase_share",
-                                                   "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
+                                                   "mfu", "step_ms", "peak_memory_bytes", "phase_share", "phase_ms", "bound",
+                                                   "top_ops", "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
     EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
   }
   EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct", "memory_pct"}));
@@ -120,6 +120,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                                                       "bootstrap", "max_p99_regression_pct", "max_slowdown_pct",
                                                       "min_speedup_pct", "min_memory_saving_pct"}));
   EXPECT_EQ(keys(j["determinism"]), (std::set<std::string>{"checked", "baseline_ok", "variant_ok", "detail"}));
+  EXPECT_EQ(keys(j["breakdown"]), (std::set<std::string>{"phases", "ops", "findings"}));
 }
 
 TEST(JsonReport, CarriesTheValues) {
@@ -454,6 +455,21 @@ TEST(WriteReports, WritesTheFourFilesAtomically) {
   write_reports(r, dir);
   EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["verdict"], "pass");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4);
+}
+
+TEST(Breakdown, FindingsAndOperatorsInEveryHumanFormat) {
+  auto r = testing::make_compare_result();
+  for (const char* f : {"console", "markdown", "html"}) {
+    SCOPED_TRACE(f);
+    const std::string out = make_reporter(f)->render(r);
+    EXPECT_NE(out.find("Where the time went"), std::string::npos);
+    EXPECT_NE(out.find("optimizer went from 10% to 16% of the step"), std::string::npos);
+    EXPECT_NE(out.find("aten::mm"), std::string::npos);
+  }
+  json j = render_json(r);
+  EXPECT_EQ(j["breakdown"]["findings"].size(), 2u);
+  EXPECT_EQ(j["breakdown"]["ops"][0]["name"], "aten::mm");
+  EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["variant_share"].get<double>(), 0.16);
 }
 
 }  // namespace

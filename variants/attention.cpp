@@ -6,7 +6,7 @@ namespace lockstep::variants {
 namespace {
 
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-  RECORD_FUNCTION("lockstep::math_attention", std::vector<c10::IValue>());
+  RECORD_FUNCTION("lockstep::attention", std::vector<c10::IValue>());  // one name for both kernels: comparable totals
   const int64_t T = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B, H, T, T)
@@ -17,6 +17,7 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k, con
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  RECORD_FUNCTION("lockstep::attention", std::vector<c10::IValue>());
   return compat::sdpa_causal(q, k, v);  // (B, H, T, hd)
 }
 

@@ -68,12 +68,12 @@ Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bu
     for (auto& u : units_) release_grad_storage(*u);
   if (stage_ == 3) {
     for (auto& u : units_) release_params(*u);
-    model_->set_hooks(this);
+    model_->add_hooks(this);
   }
 }
 
 Sharding::~Sharding() {
-  if (stage_ == 3) model_->set_hooks(nullptr);
+  if (stage_ == 3) model_->remove_hooks(this);
 }
 
 void Sharding::gather_params(Unit& u) {

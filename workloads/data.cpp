@@ -34,8 +34,18 @@ class SyntheticSource final : public TokenSource {
     cdf_.back() = 1.0;
     uint64_t s = mix(seed, 0xC0FFEEull);
     next_.resize(static_cast<size_t>(vocab * fanout));
+    // Distinct successors per state: merged ones would lower the entropy below H(p).
     for (int64_t v = 0; v < vocab; ++v)
-      for (int64_t k = 0; k < fanout; ++k) next_[static_cast<size_t>(v * fanout + k)] = static_cast<int64_t>(splitmix64(s) % static_cast<uint64_t>(vocab));
+      for (int64_t k = 0; k < fanout; ++k) {
+        int64_t t;
+        bool dup;
+        do {
+          t = static_cast<int64_t>(splitmix64(s) % static_cast<uint64_t>(vocab));
+          dup = false;
+          for (int64_t j = 0; j < k; ++j) dup = dup || next_[static_cast<size_t>(v * fanout + j)] == t;
+        } while (dup);
+        next_[static_cast<size_t>(v * fanout + k)] = t;
+      }
   }
   void sample(uint64_t index, int64_t* out, int64_t len) const override {
     uint64_t s = mix(seed_, index + 1);

@@ -1,5 +1,6 @@
 #include "workloads/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lockstep::workloads {
@@ -82,20 +83,25 @@ std::vector<std::vector<torch::Tensor>> GPTImpl::unit_parameters() {
   return units;
 }
 
+void GPTImpl::remove_hooks(UnitHooks* hooks) {
+  hooks_.erase(std::remove(hooks_.begin(), hooks_.end(), hooks), hooks_.end());
+}
+
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
-  if (hooks_) hooks_->before_forward(0);
+  for (auto* h : hooks_) h->before_forward(0);
   auto pos = torch::arange(T, idx.options());        // (T)
   auto x = wte(idx) + wpe(pos);                       // (B, T, C)
+  for (auto* h : hooks_) h->after_embedding(x);
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const int unit = static_cast<int>(i) + 1;
-    if (hooks_) hooks_->before_forward(unit);
+    for (auto* h : hooks_) h->before_forward(unit);
     x = blocks_[i]->forward(x);                       // (B, T, C)
-    if (hooks_) hooks_->after_forward(unit, x);
+    for (auto* h : hooks_) h->after_forward(unit, x);
   }
   x = ln_f(x);                                        // (B, T, C)
   auto logits = torch::matmul(x, wte->weight.t());    // (B, T, V), head tied to wte
-  if (hooks_) hooks_->after_forward(0, logits);
+  for (auto* h : hooks_) h->after_forward(0, logits);
   return logits;
 }
 

@@ -29,6 +29,8 @@ class UnitHooks {
  public:
   virtual ~UnitHooks() = default;
   virtual void before_forward(int unit) { (void)unit; }
+  // The embedding output (B, T, C), before block 0.
+  virtual void after_embedding(torch::Tensor& x) { (void)x; }
   // `out` is the unit's output; a hook may register tensor hooks on it (pre-backward points).
   virtual void after_forward(int unit, torch::Tensor& out) { (void)unit, (void)out; }
 };
@@ -74,7 +76,9 @@ class GPTImpl : public torch::nn::Module {
 
   // Parameters of each unit, in a fixed order: unit 0 = {wte, wpe, ln_f}, unit i = block i-1.
   std::vector<std::vector<torch::Tensor>> unit_parameters();
-  void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  // Observers of the units, called in the order added.
+  void add_hooks(UnitHooks* hooks) { hooks_.push_back(hooks); }
+  void remove_hooks(UnitHooks* hooks);
   const ModelConfig& config() const { return cfg_; }
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
@@ -85,7 +89,7 @@ class GPTImpl : public torch::nn::Module {
   void init_weights();
   ModelConfig cfg_;
   std::vector<Block> blocks_;
-  UnitHooks* hooks_ = nullptr;
+  std::vector<UnitHooks*> hooks_;
 };
 TORCH_MODULE(GPT);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "harness/stats/statistics.h"
+#include "harness/summary.h"
 #include "variants/variant_config.h"
 
 namespace lockstep::compare {
@@ -169,6 +170,75 @@ void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double*
                                 static_cast<int>(p.bootstrap), 0.95, 0x5eed + 3);
   *lo = ci.lo;
   *hi = ci.hi;
+}
+
+void aggregate_profile(ArmResult& arm) {
+  std::map<std::string, std::vector<double>> ms;
+  std::map<std::string, OpStat> ops;
+  for (const auto& rep : arm.repeats) {
+    for (const auto& [p, v] : rep.phase_ms_mean) ms[p].push_back(v);
+    for (const auto& o : rep.top_ops) {
+      auto& acc = ops[o.name];
+      acc.name = o.name;
+      acc.calls += o.calls;
+      acc.self_ms += o.self_ms;
+      acc.total_ms += o.total_ms;
+    }
+  }
+  double total = 0;
+  for (const auto& [p, v] : ms) total += (arm.phase_ms[p] = stats::median(v));
+  for (const auto& [p, v] : arm.phase_ms) arm.phase_share[p] = total > 0 ? v / total : 0;
+  arm.bound = arm.phase_ms.empty() ? "unknown" : classify_bound(arm.phase_share);
+  const double n = arm.repeats.empty() ? 1.0 : static_cast<double>(arm.repeats.size());
+  arm.top_ops.clear();
+  for (auto& [name, o] : ops) arm.top_ops.push_back(OpStat{name, o.calls / n, o.self_ms / n, o.total_ms / n});
+  std::sort(arm.top_ops.begin(), arm.top_ops.end(), [](const OpStat& a, const OpStat& b) { return a.self_ms > b.self_ms; });
+}
+
+Breakdown compare_breakdown(const ArmResult& b, const ArmResult& v) {
+  Breakdown out;
+  auto get = [](const std::map<std::string, double>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? 0.0 : it->second;
+  };
+  char buf[256];
+  for (const auto& p : phase_names()) {
+    PhaseRow row{p, get(b.phase_share, p), get(v.phase_share, p), get(b.phase_ms, p), get(v.phase_ms, p)};
+    out.phases.push_back(row);
+    if (std::fabs(row.variant_share - row.baseline_share) >= 0.02) {
+      std::snprintf(buf, sizeof buf, "%s went from %.0f%% to %.0f%% of the step (%.2f -> %.2f ms)", p.c_str(), 100 * row.baseline_share,
+                    100 * row.variant_share, row.baseline_ms, row.variant_ms);
+      out.findings.push_back(buf);
+    }
+  }
+  if (!b.bound.empty() && b.bound != v.bound) out.findings.push_back("the bottleneck moved: baseline " + b.bound + ", variant " + v.bound);
+  std::map<std::string, OpRow> rows;
+  for (const auto& o : b.top_ops) rows[o.name].name = o.name, rows[o.name].baseline_ms = o.self_ms, rows[o.name].baseline_calls = o.calls;
+  for (const auto& o : v.top_ops) rows[o.name].name = o.name, rows[o.name].variant_ms = o.self_ms, rows[o.name].variant_calls = o.calls;
+  for (auto& [n, r] : rows) out.ops.push_back(r);
+  std::sort(out.ops.begin(), out.ops.end(), [](const OpRow& x, const OpRow& y) {
+    return std::fabs(x.variant_ms - x.baseline_ms) > std::fabs(y.variant_ms - y.baseline_ms);
+  });
+  if (out.ops.size() > 15) out.ops.resize(15);
+  // Attention as one number: both kernels run under the "lockstep::attention" scope.
+  auto total_of = [](const std::vector<OpStat>& ops, const std::string& name) {
+    for (const auto& o : ops)
+      if (o.name == name) return o.total_ms;
+    return -1.0;
+  };
+  const double ab = total_of(b.top_ops, "lockstep::attention"), av = total_of(v.top_ops, "lockstep::attention");
+  if (ab > 0 && av > 0) {
+    std::snprintf(buf, sizeof buf, "attention forward (lockstep::attention scope, incl. the operators it calls): %.2f -> %.2f ms/step (%+.0f%%)", ab, av,
+                  100.0 * (av / ab - 1.0));
+    out.findings.push_back(buf);
+  }
+  for (size_t i = 0; i < out.ops.size() && i < 3; ++i) {
+    const auto& r = out.ops[i];
+    if (std::fabs(r.variant_ms - r.baseline_ms) < 0.05) break;
+    std::snprintf(buf, sizeof buf, "%s: %.2f -> %.2f ms/step self time", r.name.c_str(), r.baseline_ms, r.variant_ms);
+    out.findings.push_back(buf);
+  }
+  return out;
 }
 
 }  // namespace lockstep::compare

@@ -44,6 +44,11 @@ Delta mfu_delta(const std::vector<double>& baseline, const std::vector<double>& 
 // Median and its 95% bootstrap CI for one arm.
 void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo, double* hi);
 
+// Per-arm phase and operator aggregates over the timing repeats (medians of phases, means of
+// operator times) and the side-by-side breakdown with its one-line findings.
+void aggregate_profile(ArmResult& arm);
+Breakdown compare_breakdown(const ArmResult& baseline, const ArmResult& variant);
+
 // Three-decimal rendering used in the reports ("1.455").
 std::string round3(double x);
 

@@ -42,18 +42,11 @@ struct RunOutput {
 };
 
 std::vector<std::string> argv_of(const RunJob& j) {
-  std::vector<std::string> a{util::self_exe(), "run", j.config, "--out", j.dir.string(), "--quiet"};
+  // --no-history: the arms are parts of this comparison, which is recorded once as a whole.
+  std::vector<std::string> a{util::self_exe(), "run", j.config, "--out", j.dir.string(), "--quiet", "--no-history"};
   for (const auto& s : j.sets) a.push_back("--set"), a.push_back(s);
   if (j.stop_after > 0) a.push_back("--stop-after"), a.push_back(std::to_string(j.stop_after));
   return a;
-}
-
-std::string last_error_line(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
 }
 
 RunOutput read_run(const RunJob& j, const util::ExitStatus& st) {
@@ -70,7 +63,7 @@ RunOutput read_run(const RunJob& j, const util::ExitStatus& st) {
   if (fs::exists(metrics)) o.records = reports::read_metrics(metrics);
   if (st.code != 0 && o.status == "ok") {
     o.status = st.code == 2 ? "config error" : "crashed";
-    o.failure = st.describe() + ": " + last_error_line(j.dir / "lockstep.log");
+    o.failure = st.describe() + ": " + util::last_nonempty_line(j.dir / "lockstep.log");
   }
   return o;
 }
@@ -116,7 +109,6 @@ void fill_arm_from_alignment(ArmResult& arm, const RunJob& j, const RunOutput& o
   arm.alignment_run = o.summary;
   arm.loss_curve = losses_of(o.records);
   arm.peak_memory_bytes = o.summary.peak_memory_bytes;
-  arm.phase_share = o.summary.phase_share;
   arm.run_dir = j.dir.string();
 }
 
@@ -248,14 +240,23 @@ CompareResult run_comparison(const CompareRequest& req) {
     }
     band = b;
   }
-  r.alignment = check_alignment(r.baseline.loss_curve, r.variant.loss_curve, r.policy.check_step, r.policy.tolerance, klass, band);
+  const bool from_history = r.mode == "ab" && !req.reference_curve.empty();
+  if (from_history) {
+    r.loss_reference = req.reference_source.empty() ? "history run" : req.reference_source;
+    r.warnings.push_back("loss reference from " + r.loss_reference +
+                         " (--against-history): the variant's loss is checked against that recorded baseline curve; the fresh baseline run is still timed");
+  }
+  r.alignment = check_alignment(from_history ? req.reference_curve : r.baseline.loss_curve, r.variant.loss_curve,
+                                r.policy.check_step, r.policy.tolerance, klass, band);
 
   // (2) Speed: interleaved timing repeats, only for two healthy, aligned arms.
   const bool time_it = r.mode == "ab" && r.failed_arm.empty() && r.alignment.aligned;
   if (r.mode == "ab" && !time_it && r.failed_arm.empty())
     r.warnings.push_back("not timed: the loss does not align, and an optimization that changes the math is rejected before its speed matters");
   if (time_it) {
-    const int64_t window = std::min(bcfg.integer("run.warmup_steps") + r.policy.timing_steps, bcfg.integer("run.steps"));
+    // Warmup and profiled steps are never timed: the window covers them plus the timed steps.
+    const int64_t window = std::min(bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + r.policy.timing_steps,
+                                    bcfg.integer("run.steps"));
     std::vector<std::vector<double>> curves_b, curves_v;
     int idx = 0;
     for (int64_t i = 0; i < r.policy.repeats; ++i) {
@@ -295,6 +296,9 @@ CompareResult run_comparison(const CompareRequest& req) {
         for (const auto& x : arm->step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
         arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95), stats::percentile(pooled, 99), stats::mean(pooled)};
       }
+      aggregate_profile(r.baseline);
+      aggregate_profile(r.variant);
+      r.breakdown = compare_breakdown(r.baseline, r.variant);
       r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats, r.variant.tokens_per_sec_repeats, r.policy);
       r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
       r.delta.p50_ms_pct = latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 50, r.policy);

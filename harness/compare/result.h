@@ -34,7 +34,10 @@ struct ArmResult {
   std::optional<double> mfu;
   Percentiles step_ms;
   int64_t peak_memory_bytes = 0;
-  std::map<std::string, double> phase_share;  // from the alignment run
+  std::map<std::string, double> phase_share;  // median over the timing repeats (share of the step)
+  std::map<std::string, double> phase_ms;     // median over the timing repeats (ms per step)
+  std::string bound;                          // "compute-bound" | "input-bound" | "comm-bound"
+  std::vector<OpStat> top_ops;                // mean over the timing repeats' profiled windows
   std::string run_dir;                        // the alignment run's folder
 };
 
@@ -77,6 +80,23 @@ struct Determinism {
   std::string detail;
 };
 
+// Where the time went, side by side: the proof that a claimed bottleneck moved.
+struct PhaseRow {
+  std::string phase;
+  double baseline_share = 0, variant_share = 0;  // of the step
+  double baseline_ms = 0, variant_ms = 0;
+};
+struct OpRow {
+  std::string name;
+  double baseline_ms = 0, variant_ms = 0;  // self time per step
+  double baseline_calls = 0, variant_calls = 0;
+};
+struct Breakdown {
+  std::vector<PhaseRow> phases;
+  std::vector<OpRow> ops;              // the union of both arms' top operators, largest change first
+  std::vector<std::string> findings;   // one line each, e.g. "comm went from 31% to 12% of the step"
+};
+
 struct Check {
   std::string name;
   bool passed = true;
@@ -94,11 +114,13 @@ struct CompareResult {
   std::string policy_source;                  // where the policy came from
   ArmResult baseline, variant;
   Alignment alignment;
+  std::string loss_reference = "baseline run";  // or "history run #ID (commit ...)" (--against-history)
   Determinism determinism;
   struct {
     Delta tokens_per_sec_pct, mfu_pts, p50_ms_pct, p99_ms_pct;
     std::optional<double> memory_pct;  // peak memory change, percent
   } delta;
+  Breakdown breakdown;
   std::vector<Check> checks;
   std::string failed_arm;  // "baseline" | "variant" when a run failed
   std::string failure;

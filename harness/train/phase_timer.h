@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "harness/compat/torch_compat.h"
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 namespace lockstep::train {
 
@@ -22,6 +24,12 @@ class PhaseTimer {
   void move(const std::string& from, const std::string& to, double ms);
   // Ends the step. Returns phase -> ms (disjoint, summing to the step) and sets step_ms.
   std::map<std::string, double> finish(double* step_ms);
+  // Host-clock spans of the finished step's phases: (phase, start, end).
+  struct Span {
+    std::string phase;
+    std::chrono::steady_clock::time_point start, end;
+  };
+  std::vector<Span> host_spans() const;
 
  private:
   bool device_events_ = false;

@@ -29,6 +29,7 @@ struct StepRecord {
   double loss_scale = 1;     // fp16 dynamic loss scale (1 otherwise)
   bool overflow = false;     // fp16: non-finite gradients, update skipped
   bool skipped = false;      // update skipped (overflow, or an outlier under the mitigation)
+  bool skipped_outlier = false;  // ... by [stability] skip_outlier_z
   int64_t nonfinite_grads = 0;  // count of non-finite gradient elements seen this step
   std::vector<double> unit_grad_norms;  // per unit: 0 = embeddings/head, 1..L = blocks
   // data (this rank's first micro-batch)
@@ -49,6 +50,20 @@ struct MemoryAccounting {
   int64_t param_bytes_per_rank = 0;
   int64_t grad_bytes_per_rank = 0;
   int64_t optimizer_state_bytes_per_rank = 0;
+};
+
+// One operator in the profiled window, per profiled step.
+struct OpStat {
+  std::string name;
+  double calls = 0;     // calls per step
+  double self_ms = 0;   // time in the operator itself, per step
+  double total_ms = 0;  // including the operators it called, per step
+};
+
+// Measured cost of one model unit (pipeline-stage planning), ms per step.
+struct UnitCost {
+  std::string name;  // "embedding", "block i", "head+loss"
+  double forward_ms = 0, backward_ms = 0;
 };
 
 struct RunSummary {
@@ -76,6 +91,8 @@ struct RunSummary {
   MemoryAccounting memory;
   double comm_bytes_per_step = 0;
   int64_t overflow_skips = 0;
+  std::vector<OpStat> top_ops;  // by self time, from the profiled window
+  int64_t profiled_steps = 0;
   // environment
   std::map<std::string, std::string> env;  // libtorch, device, threads, blas, git_commit, host, world_size, ...
 };

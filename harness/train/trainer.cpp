@@ -15,6 +15,10 @@
 #include "harness/train/memory.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
+#include "harness/train/profile_config.h"
+#include "harness/train/profiler.h"
+#include "harness/train/stability.h"
+#include "harness/train/trace.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
@@ -41,6 +45,8 @@ struct Trainer::Impl {
   workloads::ModelConfig model_cfg;
   workloads::DataConfig data_cfg;
   OptimConfig optim;
+  StabilityConfig stability;
+  OutlierWindow outliers{50};
   FaultConfig faults;
   CheckpointConfig ckpt_cfg;
   variants::ParallelConfig par;
@@ -54,6 +60,13 @@ struct Trainer::Impl {
   std::unique_ptr<variants::Precision> precision;
   std::unique_ptr<variants::Sharding> sharding;
   Progress progress;
+  ProfileConfig prof;
+  OpProfiler ops;
+  std::unique_ptr<LayerTimer> layers;
+  std::shared_ptr<TraceLog> trace;
+  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+  bool profiling = false;
+  int64_t profiled = 0;
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
@@ -74,9 +87,13 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.model_cfg = workloads::ModelConfig::from(cfg);
   s.data_cfg = workloads::DataConfig::from(cfg);
   s.optim = OptimConfig::from(cfg);
+  s.stability = StabilityConfig::from(cfg);
+  s.outliers = OutlierWindow(static_cast<size_t>(s.stability.outlier_window));
   s.faults = FaultConfig::from(cfg);
   s.ckpt_cfg = CheckpointConfig::from(cfg);
   s.par = variants::ParallelConfig::from(cfg);
+  s.prof = ProfileConfig::from(cfg);
+  if (s.prof.trace) s.trace = std::make_shared<TraceLog>(who.rank);
   s.opts = std::move(opts);
   s.who = who;
   if (who.world_size != s.par.world_size)
@@ -114,6 +131,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
   s.sharding = std::make_unique<variants::Sharding>(s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
+  s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
 
   if (!s.opts.resume_from.empty()) {
     auto st = load_checkpoint(s.opts.resume_from, *s.sharding, who.rank);
@@ -158,6 +176,15 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     out.failed_step = s.progress.step.load();
   }
   s.progress.phase = "done";
+  if (s.profiling) {
+    s.ops.stop();
+    s.model->remove_hooks(s.layers.get());
+    s.profiling = false;
+  }
+  out.top_ops = s.ops.top(s.profiled, 25);
+  out.layer_costs = s.layers->costs();
+  out.profiled_steps = s.profiled;
+  out.trace = s.trace;
   out.memory = s.sharding->accounting();
   out.peak_memory_bytes = peak_tensor_bytes(s.device);
   out.peak_rss_bytes = peak_rss_bytes();
@@ -175,11 +202,18 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     rec.step = step;
     rec.rank = s.who.rank;
     rec.tokens = tokens_per_step;
-    rec.timed = step > s.run.warmup_steps;
+    rec.timed = step > s.run.warmup_steps;  // profiled steps are not timed either (set below)
     rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
 
     if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
 
+    const int64_t prof_start = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
+    if (s.prof.window > 0 && step == prof_start && !s.profiling) {
+      s.ops.start(s.trace.get(), s.epoch);
+      s.model->add_hooks(s.layers.get());
+      s.profiling = true;
+    }
+    if (s.profiling) rec.timed = false;
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
@@ -193,18 +227,23 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       timer.mark("data");
 
       s.progress.phase = "forward";
-      torch::Tensor loss;
+      torch::Tensor loss, train_loss;  // the reported cross-entropy; what is differentiated
+      if (s.profiling) s.layers->forward_begin();
       {
         auto scope = s.precision->forward_scope();
-        auto logits = s.model->forward(x);  // (B, T, V)
-        loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat32).view({-1, s.model_cfg.vocab_size}), y.reshape({-1}));
+        auto logits = s.model->forward(x).to(torch::kFloat32).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
+        loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
+        train_loss = s.stability.z_loss > 0 ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean() : loss;
       }
-      if (s.faults.nonfinite_at == step) loss = loss * std::numeric_limits<float>::quiet_NaN();
+      if (s.profiling) s.layers->forward_end();
+      if (s.faults.nonfinite_at == step) loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
       timer.mark("forward");
       timer.move("forward", "comm", s.comm->take_ms());
 
       s.progress.phase = "backward";
-      (loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
+      if (s.profiling) s.layers->backward_begin();
+      (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
+      if (s.profiling) s.layers->backward_end();
       timer.mark("backward");
       timer.move("backward", "comm", s.comm->take_ms());
 
@@ -242,8 +281,12 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     const bool finite = std::isfinite(rec.grad_norm);
     if (!finite) rec.nonfinite_grads = s.sharding->count_nonfinite_grads();
     rec.loss_scale = s.precision->loss_scale();
-    const bool skip = s.precision->update(finite);
+    bool skip = s.precision->update(finite);
     rec.overflow = !finite;
+    if (!skip && s.stability.skip_outlier_z > 0 && s.outliers.is_outlier(global_loss.item<double>(), rec.grad_norm, s.stability.skip_outlier_z)) {
+      skip = true;
+      rec.skipped_outlier = true;
+    }
     rec.skipped = skip;
     if (!skip) {
       if (s.optim.clip_grad_norm > 0 && rec.grad_norm > s.optim.clip_grad_norm)
@@ -266,6 +309,21 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     timer.mark("other");
     rec.phase_ms = timer.finish(&rec.step_ms);
     rec.comm_bytes = s.comm->take_bytes();
+    if (s.trace) {
+      auto us = [&](std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::micro>(t - s.epoch).count(); };
+      auto spans = timer.host_spans();
+      if (!spans.empty())
+        s.trace->add(TraceEvent{"step " + std::to_string(step), "step", 'X', us(spans.front().start), us(spans.back().end) - us(spans.front().start), 0});
+      for (const auto& sp : spans) s.trace->add(TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
+    }
+    if (s.profiling) {
+      s.layers->step_done();
+      if (++s.profiled >= s.prof.window) {
+        s.ops.stop();
+        s.model->remove_hooks(s.layers.get());
+        s.profiling = false;
+      }
+    }
     s.progress.phase = "checkpoint";
 
     out.records.push_back(rec);

@@ -42,6 +42,11 @@ struct TrainOutcome {
   int64_t overflow_skips = 0;
   std::optional<double> loss_floor;
   std::map<std::string, std::string> env;
+  // profiling window (harness/train/profiler.h)
+  std::vector<OpStat> top_ops;
+  std::vector<UnitCost> layer_costs;
+  int64_t profiled_steps = 0;
+  std::shared_ptr<class TraceLog> trace;  // null when [profile] trace = false
 };
 
 // Live state the watchdog reads from another thread.

@@ -1,0 +1,19 @@
+// [profile]: a window of steps in which the trainer profiles operators (RecordFunction) and
+// per-layer costs, and which steps the Chrome trace covers. Owned by harness/train/profiler.h.
+#pragma once
+
+#include "harness/config/config.h"
+
+namespace lockstep::train {
+
+struct ProfileConfig {
+  int64_t window = 0;  // profiled steps (0 = off)
+  int64_t start = 0;   // first profiled step (0 = the first step after run.warmup_steps)
+  bool trace = true;   // write trace.rank<r>.json (phases of every step, operators in the window)
+
+  static ProfileConfig from(const config::Config& cfg);
+};
+
+const config::SectionSchema& profile_schema();
+
+}  // namespace lockstep::train

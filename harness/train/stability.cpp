@@ -1,0 +1,31 @@
+#include "harness/train/stability.h"
+
+#include <cmath>
+#include <vector>
+
+#include "harness/stats/statistics.h"
+
+namespace lockstep::train {
+namespace {
+
+double robust_z(const std::deque<double>& hist, double x) {
+  std::vector<double> v(hist.begin(), hist.end());
+  const double med = stats::median(v), mad = stats::mad(v);
+  if (mad <= 0) return x > med * (1 + 1e-6) ? INFINITY : 0;
+  return (x - med) / (1.4826 * mad);
+}
+
+}  // namespace
+
+bool OutlierWindow::is_outlier(double loss, double grad_norm, double z) {
+  bool outlier = !std::isfinite(loss) || !std::isfinite(grad_norm);
+  if (!outlier && losses_.size() >= 10) outlier = robust_z(losses_, loss) > z || robust_z(norms_, grad_norm) > z;
+  if (!outlier) {
+    losses_.push_back(loss);
+    norms_.push_back(grad_norm);
+    if (losses_.size() > window_) losses_.pop_front(), norms_.pop_front();
+  }
+  return outlier;
+}
+
+}  // namespace lockstep::train
