@@ -58,6 +58,14 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
+std::string last_nonempty_line(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
 LineLog::LineLog(const fs::path& path, bool truncate) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);

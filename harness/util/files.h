@@ -13,6 +13,10 @@ void write_atomic(const std::filesystem::path& path, std::string_view content);
 
 std::string read_file(const std::filesystem::path& path);  // throws naming the path
 
+// The last non-empty line of a text file (a run's lockstep.log: usually the error); "" if the
+// file is missing or empty. Never throws.
+std::string last_nonempty_line(const std::filesystem::path& path);
+
 // An append-only line log (metrics.jsonl): each line goes out in one write(2) and is flushed, so
 // a crash or SIGKILL leaves only complete lines.
 class LineLog {

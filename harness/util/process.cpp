@@ -24,7 +24,7 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("lockstep");
 }
 
-Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label) {
+Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label, const std::vector<std::string>& env) {
   if (log.has_parent_path()) fs::create_directories(log.parent_path());
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -37,8 +37,19 @@ Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> merged;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    bool replaced = false;
+    for (const auto& x : env) replaced = replaced || kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+    if (!replaced) merged.push_back(kv);
+  }
+  merged.insert(merged.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& kv : merged) envp.push_back(kv.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), environ);
+  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));

@@ -19,7 +19,9 @@ struct Child {
 };
 
 // Starts argv[0] with argv[1..]; output appended to `log`. Throws std::runtime_error on failure.
-Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, const std::string& label = "");
+// `env` entries ("NAME=value") are added to (or replace) this process's environment.
+Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, const std::string& label = "",
+            const std::vector<std::string>& env = {});
 
 struct ExitStatus {
   int code = 0;            // exit code, or 128 + signal
