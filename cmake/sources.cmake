@@ -10,6 +10,10 @@ set(LOCKSTEP_CORE_SOURCES
   harness/stats/statistics.cpp
   harness/train/optim_config.cpp
   harness/train/faults.cpp
+  harness/train/profile_config.cpp
+  harness/train/stability_config.cpp
+  harness/train/stability.cpp
+  harness/train/trace.cpp
   variants/variant_config.cpp
   workloads/model_config.cpp
   workloads/data_config.cpp
@@ -32,6 +36,24 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
   harness/gate/gate.cpp
+  reports/history/sqlite.cpp
+  reports/history/schema.cpp
+  reports/history/store.cpp
+  reports/history/store_export.cpp
+  reports/history/changepoint.cpp
+  reports/history/report.cpp
+  reports/history/report_json.cpp
+  reports/history/report_markdown.cpp
+  reports/history/report_html.cpp
+  reports/history/trend_plot.cpp
+  harness/diagnose/spikes.cpp
+  harness/diagnose/causes.cpp
+  harness/diagnose/report.cpp
+  harness/diagnose/stages.cpp
+  harness/diagnose/trace_check.cpp
+  harness/scale/amdahl.cpp
+  harness/scale/scaling.cpp
+  reports/scale_report.cpp
 )
 
 # Needs LibTorch: the workload, the variants, the trainer, c10d.
@@ -49,6 +71,7 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/phase_timer.cpp
   harness/train/trainer.cpp
   harness/train/watchdog.cpp
+  harness/train/profiler.cpp
   harness/calibrate.cpp
   harness/runner.cpp
   reports/run_observers.cpp
@@ -60,6 +83,9 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_config.cpp
   harness/cli/cmd_run.cpp
   harness/cli/cmd_compare.cpp
+  harness/cli/cmd_history.cpp
+  harness/cli/cmd_diagnose.cpp
+  harness/cli/cmd_scale.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

@@ -18,9 +18,11 @@
 #include "harness/summary.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/trainer.h"
+#include "harness/train/trace.h"
 #include "harness/train/watchdog.h"
 #include "harness/util/files.h"
 #include "reports/run_console.h"
+#include "reports/history/store.h"
 #include "reports/run_json.h"
 #include "reports/run_observers.h"
 #include "workloads/model_config.h"
@@ -69,6 +71,8 @@ std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) 
   if (req.nproc) a.push_back("--nproc"), a.push_back(std::to_string(req.nproc));
   if (!req.export_losses.empty()) a.push_back("--export-losses"), a.push_back(req.export_losses);
   if (req.quiet) a.push_back("--quiet");
+  if (!req.history.empty()) a.push_back("--history"), a.push_back(req.history);
+  if (req.no_history) a.push_back("--no-history");
   return a;
 }
 
@@ -163,6 +167,8 @@ int run_training(const RunRequest& req) {
     base.overflow_skips = o.overflow_skips;
     base.loss_floor = o.loss_floor;
     base.env = o.env;
+    base.top_ops = o.top_ops;
+    base.profiled_steps = o.profiled_steps;
     auto summary = summarize(recs, in, base);
     if (rank0) util::write_atomic(out / "summary.json", reports::to_json(summary).dump(2) + "\n");
     return summary;
@@ -185,9 +191,22 @@ int run_training(const RunRequest& req) {
   observers.add(&feed);
 
   auto outcome = trainer.run(observers);
+  if (outcome.trace) outcome.trace->write(out / ("trace.rank" + std::to_string(who.rank) + ".json"));
+  if (rank0 && outcome.profiled_steps > 0) {
+    nlohmann::json units = nlohmann::json::array();
+    for (const auto& u : outcome.layer_costs) units.push_back({{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
+    util::write_atomic(out / "layer_costs.json", nlohmann::json{{"steps", outcome.profiled_steps}, {"units", units}}.dump(2) + "\n");
+  }
   // A resumed run's summary covers the whole curve: earlier steps come from the log.
   auto records = req.resume.empty() ? outcome.records : reports::read_metrics(metrics);
   auto summary = write_summary(outcome, records);
+  if (rank0 && !req.no_history) {  // a history failure is a warning, never the run's exit code
+    std::vector<double> curve;
+    for (const auto& r : records) curve.push_back(r.loss);
+    const auto db = history::resolve_path(req.history);
+    const std::string err = history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
+    if (!err.empty()) std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
+  }
   if (rank0 && !req.export_losses.empty()) {
     std::string text;
     char buf[64];

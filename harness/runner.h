@@ -18,6 +18,8 @@ struct RunRequest {
   std::string resume;                 // a previous run's folder to continue
   std::string export_losses;          // write "step loss" lines here
   bool quiet = false;
+  std::string history;                // --history: the history database (default: see history::resolve_path)
+  bool no_history = false;            // --no-history: do not record this run
 };
 
 // Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).

@@ -47,7 +47,7 @@ echo "LibTorch headers: ${version:-unknown} from $suite"
 
 mapfile -t sources < <(cd "$root" && find harness workloads variants reports -name '*.cpp' | sort)
 common=(-std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_GLOO -DLOCKSTEP_SOURCE_DIR=\"$root\"
-        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -isystem "$inc" -isystem "$inc/torch/csrc/api/include")
+        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -isystem "$inc" -isystem "$inc/torch/csrc/api/include" -isystem /usr/include/eigen3)
 
 # check LABEL EXTRA_FLAGS... -- FILES...: compiles the files in parallel, prints each failure.
 check() {

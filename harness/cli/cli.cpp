@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, action);
   add_compare_command(app, action);
   add_bisect_command(app, action);
+  add_history_command(app, action);
+  add_diagnose_commands(app, action);
+  add_scale_command(app, action);
   add_demo_command(app, action);
   try {
     app.parse(argc, argv);

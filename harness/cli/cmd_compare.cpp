@@ -1,4 +1,6 @@
 // `lockstep compare`, `lockstep bisect` and `lockstep demo`.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <ctime>
 #include <iostream>
@@ -8,6 +10,7 @@
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
 #include "harness/exit_codes.h"
+#include "reports/history/store.h"
 #include "reports/reporter.h"
 
 namespace lockstep::cli {
@@ -20,11 +23,47 @@ std::string default_compare_dir(const std::string& what) {
   return "runs/" + std::string(buf) + "-" + what;
 }
 
-int report_and_exit(const compare::CompareResult& r, const std::string& out) {
+// Writes the reports and records the comparison in the history database (unless record is
+// false); a recording failure is a one-line warning, never the exit code.
+int report_and_exit(const compare::CompareResult& r, const std::string& out, const std::string& history_db = "",
+                    bool record = true) {
   auto files = reports::write_reports(r, out);
   std::cout << reports::make_reporter("console")->render(r);
   for (const auto& f : files) std::cout << "  " << f.string() << "\n";
+  if (record) {
+    std::vector<std::string> paths;
+    for (const auto& f : files) paths.push_back(std::filesystem::absolute(f).string());
+    const auto db = history::resolve_path(history_db);
+    const std::string err = history::try_record_compare(db, r, paths);
+    if (!err.empty()) std::cerr << "lockstep: warning: comparison not recorded in " << db.string() << ": " << err << "\n";
+  }
   return r.exit_code;
+}
+
+// --against-history: the latest recorded healthy run of the baseline's effective config (same
+// config hash) on this machine. Throws UsageError (exit 2) when there is none.
+void use_history_reference(compare::CompareRequest& req, const std::string& history_db) {
+  auto sets = req.baseline.sets;
+  if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));  // as run_comparison does
+  const auto cfg = config::Config::load(req.baseline.config, sets);
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const auto db = history::resolve_path(history_db);
+  std::optional<history::ReferenceCurve> ref;
+  try {
+    ref = history::Store::open(db, false).latest_loss_curve(cfg.hash(), host);
+  } catch (const std::exception& e) {
+    throw UsageError("--against-history: " + std::string(e.what()));
+  }
+  if (!ref) {
+    std::string record = "lockstep run " + req.baseline.config;
+    for (const auto& s : sets) record += " --set " + s;
+    throw UsageError("--against-history: no recorded run of config '" + cfg.str("run.name") + "' (hash " + cfg.hash() +
+                     ") on host " + host + " in " + db.string() + "; record one with `" + record + " --history " + db.string() + "`");
+  }
+  req.reference_curve = ref->curve;
+  req.reference_source = "history run #" + std::to_string(ref->id) + " (commit " + ref->git_commit.substr(0, 10) + ", " +
+                         ref->recorded_at + ")";
 }
 
 void progress_line(const std::string& s) { std::cerr << "[compare] " << s << std::endl; }
@@ -33,14 +72,16 @@ void progress_line(const std::string& s) { std::cerr << "[compare] " << s << std
 
 void add_compare_command(CLI::App& app, Action& action) {
   struct Opts {
+    std::vector<std::string> configs;
     std::string baseline, variant, out, policy, golden;
     int64_t steps = 0, check_step = -1, repeats = 0;
     std::vector<std::string> bsets, vsets;
+    std::string history;
+    bool no_history = false, against_history = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmp = app.add_subcommand("compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
-  cmp->add_option("BASELINE", o->baseline, "baseline config (omit with --golden)");
-  cmp->add_option("VARIANT", o->variant, "variant config")->required();
+  cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")->required()->expected(1, 2);
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
   cmp->add_option("--steps", o->steps, "override run.steps of both arms")->check(CLI::PositiveNumber);
   cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")->check(CLI::NonNegativeNumber);
@@ -49,9 +90,19 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmp->add_option("--golden", o->golden, "compare the variant's curve with these `step loss` lines (no timing verdict)");
   cmp->add_option("--set-baseline", o->bsets, "override a baseline key: section.key=value");
   cmp->add_option("--set-variant", o->vsets, "override a variant key: section.key=value");
+  cmp->add_option("--history", o->history, "history database (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
+  cmp->add_flag("--no-history", o->no_history, "do not record this comparison in the history database");
+  cmp->add_flag("--against-history", o->against_history,
+                "check the loss against the latest recorded run of the baseline config on this machine (the baseline is still re-run for timing)");
   cmp->callback([&action, o] {
     action = [o] {
       compare::CompareRequest req;
+      if (o->golden.empty() != (o->configs.size() == 2)) {
+        std::cerr << "lockstep compare: give BASELINE VARIANT, or --golden FILE VARIANT\n";
+        return kExitUsage;
+      }
+      o->baseline = o->configs.size() == 2 ? o->configs[0] : "";
+      o->variant = o->configs.back();
       if (o->golden.empty()) {
         if (o->baseline.empty()) {
           std::cerr << "lockstep compare: BASELINE VARIANT, or --golden FILE VARIANT\n";
@@ -71,7 +122,14 @@ void add_compare_command(CLI::App& app, Action& action) {
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? default_compare_dir("compare-" + stem) : o->out;
       req.log = progress_line;
-      return report_and_exit(compare::run_comparison(req), req.out_dir);
+      if (o->against_history) {
+        if (!o->golden.empty()) {
+          std::cerr << "lockstep compare: --against-history needs BASELINE VARIANT, not --golden\n";
+          return kExitUsage;
+        }
+        use_history_reference(req, o->history);
+      }
+      return report_and_exit(compare::run_comparison(req), req.out_dir, o->history, !o->no_history);
     };
   });
 }

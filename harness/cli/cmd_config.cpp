@@ -31,6 +31,14 @@ void add_config_commands(CLI::App& app, Action& action) {
     };
   });
 
+  auto* keys = cfg->add_subcommand("keys", "Print every config section and key (type, default, range, meaning) as Markdown");
+  keys->callback([&action] {
+    action = [] {
+      std::cout << config::keys_markdown();
+      return kExitPass;
+    };
+  });
+
   struct DiffOpts {
     std::string a, b;
   };

@@ -24,6 +24,8 @@ void add_run_command(CLI::App& app, Action& action) {
   run->add_option("--resume", req->resume, "continue a run folder from its latest checkpoint");
   run->add_option("--export-losses", req->export_losses, "write the loss curve as 'step loss' lines (golden values)");
   run->add_flag("--quiet", req->quiet, "no progress or summary on stdout");
+  run->add_option("--history", req->history, "history database to record the run in (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
+  run->add_flag("--no-history", req->no_history, "do not record this run in the history database");
   run->callback([&action, req, run] {
     action = [req, run] {
       if (req->config.empty() == req->resume.empty()) {

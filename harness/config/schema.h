@@ -67,4 +67,7 @@ const std::vector<const SectionSchema*>& all_sections();
 const SectionSchema* find_section(const std::string& name);
 const KeySpec* find_key(const std::string& dotted);
 
+// Every section and key as Markdown tables (the README's config reference is this output).
+std::string keys_markdown();
+
 }  // namespace lockstep::config

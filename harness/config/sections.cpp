@@ -5,6 +5,8 @@
 #include "harness/run_config.h"
 #include "harness/train/faults.h"
 #include "harness/train/optim_config.h"
+#include "harness/train/profile_config.h"
+#include "harness/train/stability_config.h"
 #include "variants/variant_config.h"
 #include "workloads/data_config.h"
 #include "workloads/model_config.h"
@@ -21,7 +23,9 @@ const std::vector<const SectionSchema*>& all_sections() {
       &train::optim_schema(),
       &variants::precision_schema(),
       &variants::attention_schema(),
+      &train::stability_schema(),
       &train::checkpoint_schema(),
+      &train::profile_schema(),
       &train::faults_schema(),
       &gate::gate_schema(),
   };
