@@ -32,6 +32,7 @@ const config::SectionSchema& run_schema() {
           KeySpec::Int("warmup_steps", 5, "first steps never timed").range(0, 100000000).kind(Knob::None),
           KeySpec::Str("device", "cpu", "cpu | cuda").one_of({"cpu", "cuda"}),
           KeySpec::Int("threads", 1, "intra-op CPU threads per rank (fixed: part of determinism)").range(1, 1024).kind(Knob::Exact),
+          KeySpec::Bool("deterministic", true, "deterministic kernels; turn off only for a kernel that has no deterministic version").kind(Knob::Exact),
           KeySpec::Int("log_every", 20, "progress line every N steps when not on a terminal").range(1, 100000000).kind(Knob::None),
           KeySpec::Float("step_timeout_s", 300.0, "watchdog: abort when one step takes longer (0 = off)").range(0, 1e9).kind(Knob::None),
           KeySpec::Float("step_timeout_factor", 0.0, "watchdog: abort when a step exceeds this x the running median (0 = off)").range(0, 1e9).kind(Knob::None),
@@ -49,6 +50,7 @@ RunConfig RunConfig::from(const config::Config& c) {
   r.warmup_steps = c.integer("run.warmup_steps");
   r.device = c.str("run.device");
   r.threads = c.integer("run.threads");
+  r.deterministic = c.flag("run.deterministic");
   r.log_every = c.integer("run.log_every");
   r.step_timeout_s = c.number("run.step_timeout_s");
   r.step_timeout_factor = c.number("run.step_timeout_factor");

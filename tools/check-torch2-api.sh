@@ -80,7 +80,7 @@ if [ -f "$cuda/include/cuda_runtime.h" ]; then
   # The CPU package lacks this build-generated header; a CUDA build's copy has just these lines.
   mkdir -p "$cache/stub/c10/cuda/impl"
   printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' > "$cache/stub/c10/cuda/impl/cuda_cmake_macros.h"
-  mapfile -t cuda_sources < <(cd "$root" && grep -lE 'LOCKSTEP_WITH_CUDA|LOCKSTEP_HAVE_NCCL' "${sources[@]}")
+  mapfile -t cuda_sources < <(cd "$root" && grep -lE 'LOCKSTEP_WITH_CUDA|LOCKSTEP_HAVE_NCCL|compat::cuda_' "${sources[@]}")
   check "cuda+nccl" -DLOCKSTEP_WITH_CUDA -DUSE_C10D_NCCL -DUSE_CUDA -isystem "$cache/stub" -isystem "$cuda/include" -- "${cuda_sources[@]}" || status=1
 else
   echo "no CUDA toolkit at $cuda: CUDA/NCCL paths not checked"

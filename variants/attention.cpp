@@ -1,17 +1,26 @@
 #include "variants/attention.h"
 
 #include <cmath>
+#include <map>
 
 namespace lockstep::variants {
 namespace {
+
+// (T, T) boolean mask, true above the diagonal; built once per length and device.
+const torch::Tensor& causal_mask(int64_t T, const torch::Device& device) {
+  thread_local std::map<std::pair<int64_t, std::string>, torch::Tensor> cache;
+  auto& m = cache[{T, device.str()}];
+  if (!m.defined()) m = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+  return m;
+}
 
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention", std::vector<c10::IValue>());  // one name for both kernels: comparable totals
   const int64_t T = q.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  auto att = torch::matmul(q, k.transpose(-2, -1)) * scale;  // (B, H, T, T)
-  auto mask = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);  // (T, T), true above diagonal
-  att = att.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  // Scale q, not the (T, T) scores: T/hd times fewer multiplications.
+  auto att = torch::matmul(q * scale, k.transpose(-2, -1));  // (B, H, T, T)
+  att.masked_fill_(causal_mask(T, q.device()), -std::numeric_limits<float>::infinity());  // a fresh tensor: in place
   att = torch::softmax(att, -1);                              // (B, H, T, T)
   return torch::matmul(att, v);                               // (B, H, T, hd)
 }

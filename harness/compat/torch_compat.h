@@ -21,6 +21,10 @@
 
 #define LOCKSTEP_TORCH2 (TORCH_VERSION_MAJOR >= 2)
 
+#if defined(LOCKSTEP_WITH_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
 #if defined(USE_C10D_NCCL) && __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define LOCKSTEP_HAVE_NCCL 1
@@ -39,6 +43,16 @@ inline at::Tensor sdpa_causal(const at::Tensor& q, const at::Tensor& k, const at
 #else
   return std::get<0>(at::_scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
                                                        /*need_attn_weights=*/false, /*is_causal=*/true));
+#endif
+}
+
+// Makes `index` this process's current CUDA device (NCCL and the caching allocator follow it).
+// Callers check the device is CUDA; a CPU-only build never gets here.
+inline void cuda_set_device(int index) {
+#if defined(LOCKSTEP_WITH_CUDA)
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
 #endif
 }
 

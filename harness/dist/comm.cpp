@@ -49,8 +49,8 @@ Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, gopts);
   }
   backend_ = backend;
-  // Gloo in LibTorch 1.13 has no reduce_scatter; probe once (collectively) and fall back to an
-  // all-reduce plus a local slice, reported as such.
+  // Gloo in LibTorch 1.13 has no reduce_scatter; probe once (collectively) and fall back to one
+  // reduce per shard, each to its owner (the same bytes as a reduce-scatter), reported as such.
   if (backend_ == "gloo") {
     auto probe_in = torch::zeros({world_}, torch::kFloat32);
     auto probe_out = torch::zeros({1}, torch::kFloat32);
@@ -120,7 +120,13 @@ void Comm::reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const c
   }
   const int64_t S = shard.numel();
   if (!native_rs_) {
-    allreduce_sum(full, what);
+    const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ * static_cast<double>(full.nbytes()));
+    for (int owner = 0; owner < world_; ++owner) {
+      std::vector<at::Tensor> part{full.narrow(0, owner * S, S)};
+      c10d::ReduceOptions opts;
+      opts.rootRank = owner;
+      run(what, owner == 0 ? bytes : 0, [&] { return pg_->reduce(part, opts); });
+    }
     shard.copy_(full.narrow(0, rank_ * S, S));
     return;
   }

@@ -101,15 +101,19 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
                                         std::to_string(who.world_size) + " (launch with --nproc " + std::to_string(s.par.world_size) + ")");
 
   if (s.run.device == "cuda") {
+    // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
+    if (s.run.deterministic) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
     if (!torch::cuda::is_available())
       cfg.fail("run.device", "cuda requested but this LibTorch (" + std::string(compat::torch_version()) + ") sees no CUDA device");
-    s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count())));
+    const int index = static_cast<int>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count()));
+    s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+    compat::cuda_set_device(index);
   }
 
   // Determinism: fixed threads, deterministic kernels, fixed seed.
   at::set_num_threads(static_cast<int>(s.run.threads));
   at::set_num_interop_threads(1);
-  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setDeterministicAlgorithms(s.run.deterministic, /*warn_only=*/false);
   torch::manual_seed(static_cast<uint64_t>(s.run.seed));
   install_memory_tracking();
 
@@ -156,7 +160,7 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.env["data"] = s.source->describe();
   out.env["comm_backend"] = s.comm->backend_name();
   if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
-    out.env["reduce_scatter"] = "emulated by all-reduce (this Gloo has no reduce_scatter)";
+    out.env["reduce_scatter"] = "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
 
   const int64_t last_step = s.opts.stop_after > 0 ? std::min(s.opts.stop_after, s.run.steps) : s.run.steps;
   PhaseTimer timer(s.device);
