@@ -32,15 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path default_out_dir(const std::string& name) {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  fs::path p = fs::path("runs") / (std::string(buf) + "-" + name);
-  for (int i = 2; fs::exists(p); ++i) p = fs::path("runs") / (std::string(buf) + "-" + name + "-" + std::to_string(i));
-  return p;
-}
-
 std::string compute_dtype(const config::Config& cfg) { return cfg.str("precision.compute"); }
 
 // CPU MFU needs a calibrated GEMM peak for this thread count; measure it once if missing.
@@ -116,7 +107,7 @@ int run_training(const RunRequest& req) {
   const auto cfg = config::Config::load(config_path, request_overrides(req));
   const auto who = dist::rank_info_from_env();
   const int world = static_cast<int>(cfg.integer("parallel.world_size"));
-  if (out.empty()) out = default_out_dir(cfg.str("run.name"));
+  if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));
 
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);

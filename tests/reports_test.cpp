@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures/scoped_env.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -56,22 +58,7 @@ std::vector<std::string> values_after(const std::string& text, const std::vector
 
 json render_json(const compare::CompareResult& r) { return json::parse(JsonReporter().render(r)); }
 
-// Sets an environment variable for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 // A fresh empty folder under the system temp folder, removed afterwards.
 class TempDir {

@@ -3,6 +3,8 @@
 // reports rendered from synthetic points (reports/scale_report.h).
 #include <gtest/gtest.h>
 
+#include "fixtures/scoped_env.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -344,21 +346,7 @@ TEST(ScaleResultTest, OneSizeHasNoFitAndSaysSo) {
 
 // ---- reports -----------------------------------------------------------------------------------
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 TEST(ScaleReport, JsonCarriesTheValues) {
   const auto r = synthetic_result();
@@ -422,8 +410,8 @@ TEST(ScaleReport, HtmlIsSelfContainedWithThePlot) {
   EXPECT_TRUE(contains(h, "base&lt;line&gt;"));
   EXPECT_TRUE(contains(h, "P = " + reports::text::fixed(r.series[0].fit.p, 3)));
   EXPECT_TRUE(contains(h, "per-rank micro-batch shrinks"));
-  // gnuplot is installed where the tests run; if not, the page says why.
-  if (contains(h, "plot unavailable")) GTEST_SKIP() << "gnuplot missing";
+  // gnuplot is part of the set-up (./lockstep installs it): a missing plot is a failure here.
+  ASSERT_FALSE(contains(h, "plot unavailable")) << "gnuplot missing or failing";
   EXPECT_TRUE(contains(h, "<svg role=\"img\" class=\"plot\""));
   EXPECT_TRUE(contains(h, "measured strong"));
   EXPECT_TRUE(contains(h, "measured weak"));

@@ -10,18 +10,12 @@
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
 #include "harness/exit_codes.h"
+#include "harness/util/files.h"
 #include "reports/history/store.h"
 #include "reports/reporter.h"
 
 namespace lockstep::cli {
 namespace {
-
-std::string default_compare_dir(const std::string& what) {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  return "runs/" + std::string(buf) + "-" + what;
-}
 
 // Writes the reports and records the comparison in the history database (unless record is
 // false); a recording failure is a one-line warning, never the exit code.
@@ -120,7 +114,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       req.repeats = o->repeats;
       req.policy_file = o->policy;
       const std::string stem = std::filesystem::path(o->variant).stem().string();
-      req.out_dir = o->out.empty() ? default_compare_dir("compare-" + stem) : o->out;
+      req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
       req.log = progress_line;
       if (o->against_history) {
         if (!o->golden.empty()) {
@@ -153,7 +147,7 @@ void add_bisect_command(CLI::App& app, Action& action) {
       req.variant = o->variant;
       req.steps = o->steps;
       req.repeats = o->repeats;
-      req.out_dir = o->out.empty() ? default_compare_dir("bisect-" + std::filesystem::path(o->variant).stem().string()) : o->out;
+      req.out_dir = o->out.empty() ? util::timestamped_run_dir("bisect-" + std::filesystem::path(o->variant).stem().string()).string() : o->out;
       req.log = progress_line;
       auto result = compare::run_bisect(req);
       std::cout << compare::render_bisect(result);
@@ -169,7 +163,7 @@ void add_demo_command(CLI::App& app, Action& action) {
       compare::CompareRequest req;
       req.baseline = {"baseline", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml", {}};
       req.variant = {"variant", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/variants/bf16.toml", {}};
-      req.out_dir = default_compare_dir("demo-bf16");
+      req.out_dir = util::timestamped_run_dir("demo-bf16").string();
       req.log = progress_line;
       return report_and_exit(compare::run_comparison(req), req.out_dir);
     };

@@ -10,19 +10,12 @@
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
 #include "harness/scale/scaling.h"
+#include "harness/util/files.h"
 #include "reports/scale_report.h"
 
 namespace lockstep::cli {
 namespace {
 
-std::string default_scale_dir(const std::string& name) {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  std::filesystem::path p = "runs/" + std::string(buf) + "-scale-" + name;
-  for (int i = 2; std::filesystem::exists(p); ++i) p = "runs/" + std::string(buf) + "-scale-" + name + "-" + std::to_string(i);
-  return p.string();
-}
 
 // "1,2,4" -> {1, 2, 4}; throws UsageError naming the bad item.
 std::vector<int> parse_nprocs(const std::string& s) {
@@ -76,7 +69,7 @@ void add_scale_command(CLI::App& app, Action& action) {
       req.repeats = o->repeats;
       req.steps_timed = o->steps_timed;
       const auto cfg = config::Config::load(o->config, o->sets);  // a bad config: exit 2 before any run
-      req.out_dir = o->out.empty() ? default_scale_dir(cfg.str("run.name")) : o->out;
+      req.out_dir = o->out.empty() ? util::timestamped_run_dir("scale-" + cfg.str("run.name")).string() : o->out;
       req.log = [](const std::string& s) { std::cerr << "[scale] " << s << std::endl; };
       auto result = scale::run_scaling(req);
       auto files = reports::write_scale_reports(result, req.out_dir);

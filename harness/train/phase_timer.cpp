@@ -8,11 +8,8 @@ PhaseTimer::PhaseTimer(const torch::Device& device) : device_(device) {
 #endif
 }
 
-void PhaseTimer::start() {
-  phases_.clear();
-  host_marks_.clear();
-  events_.clear();
-  moves_.clear();
+// A phase boundary: a host timestamp, and a device event on the current stream (CUDA, 2.x).
+void PhaseTimer::boundary() {
   host_marks_.push_back(std::chrono::steady_clock::now());
 #if LOCKSTEP_TORCH2
   if (device_events_) {
@@ -22,15 +19,17 @@ void PhaseTimer::start() {
 #endif
 }
 
+void PhaseTimer::start() {
+  phases_.clear();
+  host_marks_.clear();
+  events_.clear();
+  moves_.clear();
+  boundary();
+}
+
 void PhaseTimer::mark(const std::string& phase) {
   phases_.push_back(phase);
-  host_marks_.push_back(std::chrono::steady_clock::now());
-#if LOCKSTEP_TORCH2
-  if (device_events_) {
-    events_.emplace_back(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
-    events_.back().record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
-  }
-#endif
+  boundary();
 }
 
 void PhaseTimer::move(const std::string& from, const std::string& to, double ms) {

@@ -32,6 +32,7 @@ class PhaseTimer {
   std::vector<Span> host_spans() const;
 
  private:
+  void boundary();
   bool device_events_ = false;
   torch::Device device_;
   std::vector<std::string> phases_;

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -48,6 +49,16 @@ void write_atomic(const fs::path& path, std::string_view content) {
     ::unlink(tmp.c_str());
     fail(path, "cannot rename into place");
   }
+}
+
+fs::path timestamped_run_dir(const std::string& what) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  const std::string stem = std::string(buf) + "-" + what;
+  fs::path p = fs::path("runs") / stem;
+  for (int i = 2; fs::exists(p); ++i) p = fs::path("runs") / (stem + "-" + std::to_string(i));
+  return p;
 }
 
 std::string read_file(const fs::path& path) {

@@ -13,6 +13,9 @@ void write_atomic(const std::filesystem::path& path, std::string_view content);
 
 std::string read_file(const std::filesystem::path& path);  // throws naming the path
 
+// A fresh output folder name: runs/<YYYYmmdd-HHMMSS>-<what>, with -2, -3 ... if it exists.
+std::filesystem::path timestamped_run_dir(const std::string& what);
+
 // The last non-empty line of a text file (a run's lockstep.log: usually the error); "" if the
 // file is missing or empty. Never throws.
 std::string last_nonempty_line(const std::filesystem::path& path);

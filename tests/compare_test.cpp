@@ -1,0 +1,241 @@
+// The comparison's analysis and the gate, as pure functions: knob classes, alignment (exact and
+// seed band), determinism, performance deltas and the checks they turn into.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/compare/analysis.h"
+#include "harness/exit_codes.h"
+#include "harness/gate/gate.h"
+
+using namespace lockstep;
+using namespace lockstep::compare;
+using config::Knob;
+
+namespace {
+
+config::Change change(const std::string& key, const std::string& a, const std::string& b, Knob k) { return {key, a, b, k}; }
+
+std::vector<double> around(double centre, double spread, int n, int phase = 0) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(centre * (1.0 + spread * std::sin(1.7 * (i + phase) + 0.3)));
+  return v;
+}
+
+CompareResult healthy_result() {
+  CompareResult r;
+  r.mode = "ab";
+  r.repeats = 5;
+  r.alignment.aligned = true;
+  r.alignment.baseline_loss = r.alignment.variant_loss = 1.5;
+  r.baseline.tokens_per_sec = r.variant.tokens_per_sec = 1000;
+  r.baseline.step_ms.p99 = r.variant.step_ms.p99 = 20;
+  r.delta.tokens_per_sec_pct = Delta{0.5, -1, 2, 0.6, false, true, "no significant change"};
+  r.delta.p99_ms_pct = Delta{0.5, -1, 2, 0.6, false, true, "no significant change"};
+  return r;
+}
+
+const Check* find(const CompareResult& r, const std::string& name) {
+  for (const auto& c : r.checks)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Knobs, ClassesWarningsAndBookkeeping) {
+  auto k = classify_changes({change("run.name", "\"a\"", "\"b\"", Knob::None), change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact)}, "cpu");
+  EXPECT_EQ(k.knobs, std::vector<std::string>{"attention.impl"});
+  EXPECT_EQ(k.klass, "exact");
+  EXPECT_TRUE(k.warnings.empty());
+  auto bf16 = classify_changes({change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate)}, "cpu");
+  EXPECT_EQ(bf16.klass, "approximate");
+  // TF32 is a no-op on a CPU (exact) but changes rounding on CUDA (approximate).
+  EXPECT_EQ(classify_changes({change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cpu").klass, "exact");
+  EXPECT_EQ(classify_changes({change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cuda").klass, "approximate");
+  auto two = classify_changes({change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact),
+                               change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate),
+                               change("faults.stall_every", "0", "10", Knob::Fault)},
+                              "cpu");
+  EXPECT_EQ(two.knobs.size(), 3u);
+  EXPECT_EQ(two.optimizations.size(), 2u);  // a fault is a knob, not an optimization
+  ASSERT_EQ(two.warnings.size(), 1u);
+  EXPECT_NE(two.warnings[0].find("one optimization at a time"), std::string::npos);
+  auto lr = classify_changes({change("optim.lr", "0.003", "0.004", Knob::Workload)}, "cpu");
+  ASSERT_EQ(lr.warnings.size(), 1u);
+  EXPECT_NE(lr.warnings[0].find("changes the workload itself (optim.lr)"), std::string::npos);
+}
+
+TEST(Alignment, ExactToleranceDivergenceAndCheckStep) {
+  std::vector<double> b{3.0, 2.0, 1.5, 1.4}, v{3.0, 2.0002, 1.5006, 1.4001};
+  auto a = check_alignment(b, v, 0, 5e-4, "exact", std::nullopt);
+  EXPECT_EQ(a.check_step, 4);
+  EXPECT_TRUE(a.aligned);
+  EXPECT_NEAR(a.abs_diff, 1e-4, 1e-12);
+  EXPECT_EQ(a.first_divergent_step, 3);  // the curve strayed at step 3, even though step 4 agrees
+  EXPECT_NEAR(a.max_abs_diff, 6e-4, 1e-12);
+  EXPECT_EQ(a.baseline_rounded, "1.400");
+  EXPECT_TRUE(a.equal_to_3dp);
+  auto at3 = check_alignment(b, v, 3, 5e-4, "exact", std::nullopt);
+  EXPECT_FALSE(at3.aligned);
+  EXPECT_EQ(at3.check_step, 3);
+  auto clamped = check_alignment(b, v, 99, 5e-4, "exact", std::nullopt);
+  EXPECT_EQ(clamped.check_step, 4);
+  auto nan = check_alignment(b, {3.0, 2.0, 1.5, NAN}, 0, 5e-4, "exact", std::nullopt);
+  EXPECT_FALSE(nan.aligned);
+  EXPECT_EQ(nan.first_divergent_step, 4);
+  EXPECT_FALSE(check_alignment({}, {}, 0, 5e-4, "exact", std::nullopt).aligned);
+}
+
+TEST(Alignment, ApproximateKnobsAreJudgedAgainstTheSeedBand) {
+  std::vector<double> b{2.0, 1.50}, v{2.0, 1.51};
+  BandInput band{{1234, 1235, 1236}, {1.50, 1.53, 1.48}};
+  auto a = check_alignment(b, v, 0, 5e-4, "approximate", band);
+  ASSERT_TRUE(a.band.has_value());
+  EXPECT_NEAR(a.band->half_width, 0.03, 1e-12);
+  EXPECT_NEAR(a.band->lo, 1.47, 1e-12);
+  EXPECT_NEAR(a.band->hi, 1.53, 1e-12);
+  EXPECT_TRUE(a.aligned);          // 0.01 inside the 0.03 seed-to-seed spread
+  EXPECT_FALSE(a.equal_to_3dp);    // and reported as not equal to three decimals
+  auto out = check_alignment(b, {2.0, 1.56}, 0, 5e-4, "approximate", band);
+  EXPECT_FALSE(out.aligned);
+  EXPECT_NE(out.explanation.find("outside"), std::string::npos);
+}
+
+TEST(Determinism, RepeatsMustReproduceThePrefixBitForBit) {
+  std::vector<double> ref{3.0, 2.5, 2.25, 2.0};
+  EXPECT_EQ(first_nondeterminism(ref, {{3.0, 2.5}, {3.0, 2.5, 2.25}}), "");
+  auto msg = first_nondeterminism(ref, {{3.0, 2.5}, {3.0, std::nextafter(2.5, 3.0)}});
+  EXPECT_NE(msg.find("repeat 2 differs from the full run at step 2"), std::string::npos) << msg;
+  EXPECT_NE(first_nondeterminism(ref, {{3, 2.5, 2.25, 2.0, 1.9}}), "");
+}
+
+TEST(PerformanceDelta, WordingFollowsTheStatisticsNotThePointEstimate) {
+  gate::Policy p;
+  auto slow = throughput_delta(around(1000, 0.01, 5), around(900, 0.01, 5, 2), p);
+  EXPECT_NEAR(slow.point, -10.0, 1.5);
+  EXPECT_TRUE(slow.significant);
+  EXPECT_EQ(slow.wording, "slower");
+  EXPECT_LT(slow.ci_hi, 0);
+  EXPECT_NEAR(slow.p_value, 2.0 / 252, 1e-12);  // exact Mann-Whitney, complete separation
+  // A 2% difference inside 5% noise: the point estimate moves, the verdict does not.
+  auto noise = throughput_delta(around(1000, 0.05, 5), around(1020, 0.05, 5, 1), p);
+  EXPECT_FALSE(noise.significant);
+  EXPECT_EQ(noise.wording, "no significant change");
+  // Three repeats per arm can never reach p < 0.05 with the exact test: never "significant".
+  auto few = throughput_delta({1000, 1001, 1002}, {800, 801, 802}, p);
+  EXPECT_FALSE(few.significant);
+}
+
+TEST(PerformanceDelta, TailLatencyResamplesWholeRepeats) {
+  gate::Policy p;
+  std::vector<std::vector<double>> b, v;
+  for (int r = 0; r < 5; ++r) {
+    b.push_back(around(20, 0.02, 30, r));
+    auto stalled = around(20, 0.02, 30, r);
+    for (size_t i = 0; i < stalled.size(); i += 10) stalled[i] += 200;  // one step in ten stalls
+    v.push_back(stalled);
+  }
+  auto d = latency_delta(b, v, 99, p);
+  EXPECT_TRUE(d.significant);
+  EXPECT_EQ(d.wording, "higher");
+  EXPECT_GT(d.point, 500);
+  auto same = latency_delta(b, b, 99, p);
+  EXPECT_FALSE(same.significant);
+  auto unknown = mfu_delta({}, {0.5}, p);
+  EXPECT_FALSE(unknown.known);
+}
+
+TEST(Gate, VerdictAndExitCodeFromTheChecks) {
+  auto ok = healthy_result();
+  gate::apply(ok);
+  EXPECT_EQ(ok.verdict, "pass");
+  EXPECT_EQ(ok.exit_code, kExitPass);
+  ASSERT_NE(find(ok, "throughput"), nullptr);
+  ASSERT_NE(find(ok, "p99 latency"), nullptr);
+
+  auto misaligned = healthy_result();
+  misaligned.alignment.aligned = false;
+  gate::apply(misaligned);
+  EXPECT_EQ(misaligned.exit_code, kExitGateFailed);
+  EXPECT_FALSE(find(misaligned, "loss alignment")->passed);
+
+  auto crashed = healthy_result();
+  crashed.variant.status = "nonfinite";
+  crashed.failed_arm = "variant";
+  crashed.failure = "nonfinite at step 7";
+  gate::apply(crashed);
+  EXPECT_EQ(crashed.exit_code, kExitRunFailed);
+  EXPECT_NE(find(crashed, "runs completed")->detail.find("variant failed: nonfinite at step 7"), std::string::npos);
+}
+
+TEST(Gate, P99AndSlowdownAllowancesAreJudgedOnTheConfidenceInterval) {
+  auto r = healthy_result();
+  r.delta.p99_ms_pct = Delta{12, 6, 18, 0.008, true, true, "higher"};
+  gate::apply(r);
+  EXPECT_FALSE(find(r, "p99 latency")->passed);  // default allowance 0%
+  r.policy.max_p99_regression_pct = 10;           // the CI reaches below 10%: not shown to exceed it
+  gate::apply(r);
+  EXPECT_TRUE(find(r, "p99 latency")->passed);
+  r.delta.tokens_per_sec_pct = Delta{-20, -25, -15, 0.008, true, true, "slower"};
+  r.policy.max_slowdown_pct = 10;
+  gate::apply(r);
+  EXPECT_FALSE(find(r, "throughput")->passed);
+  r.policy.max_slowdown_pct = 30;
+  gate::apply(r);
+  EXPECT_TRUE(find(r, "throughput")->passed);
+  EXPECT_EQ(r.verdict, "pass");
+}
+
+TEST(Gate, OptionalSpeedupAndMemoryRules) {
+  auto r = healthy_result();
+  r.policy.min_speedup_pct = 5;
+  r.delta.tokens_per_sec_pct = Delta{3, 1, 5, 0.008, true, true, "faster"};
+  r.policy.min_memory_saving_pct = 10;
+  r.delta.memory_pct = -12;
+  gate::apply(r);
+  EXPECT_FALSE(find(r, "min speedup")->passed);
+  EXPECT_TRUE(find(r, "memory saving")->passed);
+  r.delta.memory_pct = -8;
+  r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.008, true, true, "faster"};
+  gate::apply(r);
+  EXPECT_TRUE(find(r, "min speedup")->passed);
+  EXPECT_FALSE(find(r, "memory saving")->passed);
+  r.delta.memory_pct.reset();
+  gate::apply(r);
+  EXPECT_FALSE(find(r, "memory saving")->passed);  // unknown is not a saving
+}
+
+TEST(Gate, NonFiniteValuesFailAndTooFewRepeatsAreSaid) {
+  auto r = healthy_result();
+  r.variant.step_ms.p99 = NAN;
+  r.too_few_repeats = true;
+  r.repeats = 3;
+  gate::apply(r);
+  EXPECT_FALSE(find(r, "finite values")->passed);
+  EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 3 repeats per arm"), std::string::npos);
+}
+
+TEST(Breakdown, PhaseFindingsAndOperatorMovers) {
+  ArmResult b, v;
+  RunSummary rb, rv;
+  rb.phase_ms_mean = {{"data", 0.1}, {"forward", 5}, {"backward", 10}, {"comm", 6}, {"optimizer", 1}, {"other", 0}};
+  rv.phase_ms_mean = {{"data", 0.1}, {"forward", 5}, {"backward", 10}, {"comm", 1}, {"optimizer", 1}, {"other", 0}};
+  rb.top_ops = {{"aten::mm", 27, 10, 10}, {"lockstep::attention", 2, 0.01, 2.0}};
+  rv.top_ops = {{"aten::mm", 27, 10.02, 10.02}, {"lockstep::attention", 2, 0.01, 1.0}};
+  b.repeats = {rb, rb};
+  v.repeats = {rv, rv};
+  aggregate_profile(b);
+  aggregate_profile(v);
+  EXPECT_NEAR(b.phase_share["comm"], 6 / 22.1, 1e-9);
+  auto bd = compare_breakdown(b, v);
+  bool comm = false, attention = false;
+  for (const auto& f : bd.findings) {
+    comm = comm || f.find("comm went from 27% to 6% of the step") != std::string::npos;
+    attention = attention || f.find("attention forward (lockstep::attention scope") != std::string::npos;
+  }
+  EXPECT_TRUE(comm);
+  EXPECT_TRUE(attention);
+  ASSERT_FALSE(bd.ops.empty());
+  EXPECT_EQ(bd.phases.size(), 6u);
+}
