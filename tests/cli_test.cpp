@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "cli_util.h"
+#include "harness/util/files.h"
 
 using namespace lockstep::testing;
 
@@ -123,6 +124,13 @@ TEST(Compare, FusedAttentionIsExactAndPasses) {
   EXPECT_EQ(rep["baseline"]["tokens_per_sec_repeats"].size(), 5u);
   for (const char* f : {"report.json", "report.md", "report.html", "junit.xml"})
     EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c" / f)) << f;
+  // The real report renders in a real browser with no console errors.
+  auto st = lockstep::util::wait_for(
+      lockstep::util::spawn({"/bin/bash", std::string(LOCKSTEP_SOURCE_DIR) + "/tests/browser/check-html.sh", tmp / "c/report.html",
+                             tmp / "c/report.png"},
+                            tmp.path() / "browser.log"),
+      120);
+  EXPECT_EQ(st.code, 0) << lockstep::util::last_nonempty_line(tmp.path() / "browser.log");
 }
 
 TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
