@@ -31,6 +31,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/markdown_reporter.cpp
   reports/junit_reporter.cpp
   reports/html_reporter.cpp
+  reports/html_page.cpp
   reports/plots.cpp
   harness/compare/analysis.cpp
   harness/compare/comparison.cpp

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/util/files.h"
+#include "reports/html_page.h"
 #include "reports/html_reporter.h"
 #include "reports/markdown_reporter.h"
 #include "reports/reporter.h"
@@ -126,33 +127,12 @@ std::string status_cell(const ScalePoint& p) {
 
 // ---- html --------------------------------------------------------------------------------------
 
-const char* kCss = R"css(
-:root{--ok:#2b8a3e;--bad:#c92a2a;--warn:#e67700;--ink:#212529;--muted:#6c757d;--line:#dee2e6}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#f8f9fa}
-main{max-width:1180px;margin:0 auto;padding:0 20px 32px}
-.banner{color:#fff;padding:18px 24px;margin-bottom:20px}
-.banner.pass{background:#1864ab}.banner.fail{background:var(--bad)}
-.banner h1{margin:0;font-size:26px;letter-spacing:.5px}
-.banner p{margin:4px 0 0;opacity:.95}
-section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:0 0 16px}
-h2{font-size:17px;margin:0 0 10px}
-table{border-collapse:collapse;width:100%;margin:6px 0}
-th,td{text-align:left;padding:5px 10px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.4px}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-code{font:12.5px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f5;padding:1px 4px;border-radius:3px}
-.notice{border-left:4px solid var(--warn);background:#fff4e6;padding:8px 12px;margin:0 0 16px;border-radius:4px}
-.notice.bad{border-color:var(--bad);background:#fff5f5}
-.muted{color:var(--muted)}
+// The scaling report's own rules, on top of the shared page stylesheet (reports/html_page.h).
+const char* kCss = R"css(.banner.pass{background:#1864ab}
 .big{font-size:22px;font-weight:700}
-.skip{color:var(--muted);font-style:italic}.fail{color:var(--bad);font-weight:600}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px;background:#fff;max-width:900px}
-figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
-svg.plot{width:100%;height:auto;display:block}
-.unavailable{color:var(--muted);font-style:italic;padding:40px 10px;text-align:center;background:#f8f9fa;border-radius:4px;margin:0}
+.skip{color:var(--muted);font-style:italic}span.fail{color:var(--bad);font-weight:600}
+figure{max-width:900px}
 details summary{cursor:pointer;font-weight:600}
-footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 )css";
 
 std::string td(const std::string& html, bool num = false) { return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>"; }
@@ -349,10 +329,7 @@ Plot scale_plot(const ScaleResult& r) {
 std::string scale_html(const ScaleResult& r) {
   std::ostringstream o;
   const bool ok = r.exit_code == 0;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-    << "<title>Lockstep scaling: " << html_escape(r.name) << "</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>" << kCss
-    << "</style>\n</head>\n<body>\n";
+  o << html_page_begin("Lockstep scaling: " + r.name, kCss);
   o << "<div class=\"banner " << (ok ? "pass" : "fail") << "\"><h1>Scaling: " << html_escape(r.name)
     << (ok ? "" : " — a run failed") << "</h1><p><code style=\"color:#fff;background:transparent\">" << html_escape(r.config)
     << "</code> · " << html_escape(modes_text(r)) << " scaling · N = " << html_escape(nprocs_text(r)) << " · " << r.repeats
@@ -437,7 +414,7 @@ std::string scale_html(const ScaleResult& r) {
   for (const auto& [k, v] : r.env) o << "<tr>" << td(html_escape(k)) << td("<code>" + html_escape(v) + "</code>") << "</tr>\n";
   o << "</table></details></section>\n</main>\n<footer>Lockstep scaling report";
   if (!r.out_dir.empty()) o << " · " << html_escape(r.out_dir);
-  o << " · " << fixed(r.wall_seconds, 1) << " s</footer>\n</body>\n</html>\n";
+  o << " · " << fixed(r.wall_seconds, 1) << " s</footer>\n" << html_page_end();
   return o.str();
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/util/files.h"
+#include "reports/html_page.h"
 #include "reports/html_reporter.h"
 #include "reports/plots.h"
 #include "reports/run_json.h"
@@ -122,31 +123,14 @@ reports::Plot time_plot(const DiagnoseReport& r) {
   return reports::run_gnuplot(s + plot, data, "diagtime", "step time per rank with events marked");
 }
 
-const char* kCss = R"css(
-:root{--ok:#2b8a3e;--bad:#c92a2a;--warn:#e67700;--ink:#212529;--muted:#6c757d;--line:#dee2e6}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#f8f9fa}
-main{max-width:1180px;margin:0 auto;padding:0 20px 32px}
-.banner{color:#fff;padding:18px 24px;margin-bottom:20px}
-.banner.ok{background:var(--ok)}.banner.bad{background:var(--bad)}
-.banner h1{margin:0;font-size:24px}.banner p{margin:4px 0 0;opacity:.95}
-section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:0 0 16px}
-h2{font-size:17px;margin:0 0 10px}
-table{border-collapse:collapse;width:100%;margin:6px 0}
-th,td{text-align:left;padding:5px 10px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.4px}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+// The diagnosis page's own rules, on top of the shared page stylesheet (reports/html_page.h).
+const char* kCss = R"css(.banner.ok{background:var(--ok)}.banner.bad{background:var(--bad)}
+.banner h1{font-size:24px;letter-spacing:normal}
+th.num{text-align:left}
+td.num{white-space:nowrap}
 tr.top td{background:#fff5f5;font-weight:600}
-code{font:12.5px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f5;padding:1px 4px;border-radius:3px}
 .bar{display:inline-block;height:8px;background:var(--bad);border-radius:4px;vertical-align:middle;margin-right:6px}
-.muted{color:var(--muted)}
 ul.det{margin:4px 0 8px;padding-left:20px}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:14px;margin-top:12px}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px;background:#fff}
-figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
-svg.plot{width:100%;height:auto;display:block}
-.unavailable{color:var(--muted);font-style:italic;padding:40px 10px;text-align:center;background:#f8f9fa;border-radius:4px;margin:0}
-footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 )css";
 
 std::string figure(const std::string& caption, const reports::Plot& p) {
@@ -250,9 +234,8 @@ std::string render_html(const DiagnoseReport& r) {
   using reports::html_escape;
   std::ostringstream o;
   const bool events = !r.diagnoses.empty();
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-    << "<title>Lockstep diagnosis: " << html_escape(r.name.empty() ? r.run_dir : r.name) << "</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>"
-    << kCss << "</style>\n</head>\n<body>\n<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
+  o << reports::html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name), kCss)
+    << "<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
     << (events ? std::to_string(r.diagnoses.size()) + (r.diagnoses.size() == 1 ? " event" : " events") : std::string("No events"))
     << "</h1><p>" << html_escape(header_line(r)) << "</p></header>\n<main>\n";
   o << "<section><h2>Loss and step time</h2>\n";
@@ -280,7 +263,7 @@ std::string render_html(const DiagnoseReport& r) {
        "data → learning rate → gradient explosion → numerics → hardware → distributed sync; each gets a score in [0, 1] from the "
        "signals the run logged around the event, ties keep that order. \"hardware\" is a guess: the run logs no hardware counters. "
        "Thresholds and formulas: harness/diagnose/spikes.h and causes.h.</p></details></section>\n";
-  o << "</main>\n<footer>Lockstep diagnosis · " << html_escape(r.run_dir) << "</footer>\n</body>\n</html>\n";
+  o << "</main>\n<footer>Lockstep diagnosis · " << html_escape(r.run_dir) << "</footer>\n" << reports::html_page_end();
   return o.str();
 }
 

@@ -5,6 +5,7 @@
 
 #include "reports/history/report.h"
 #include "reports/history/trend_plot.h"
+#include "reports/html_page.h"
 #include "reports/html_reporter.h"
 
 namespace lockstep::history {
@@ -12,35 +13,15 @@ namespace {
 
 using reports::html_escape;
 
-const char* kCss = R"css(
-:root{--ok:#2b8a3e;--bad:#c92a2a;--drift:#7048e8;--warn:#e67700;--ink:#212529;--muted:#6c757d;--line:#dee2e6}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#f8f9fa}
-main{max-width:1180px;margin:0 auto;padding:0 20px 32px}
-.banner{color:#fff;padding:18px 24px;margin-bottom:20px}
-.banner.pass{background:var(--ok)}.banner.fail{background:var(--bad)}
-.banner h1{margin:0;font-size:26px;letter-spacing:.5px}
-.banner p{margin:4px 0 0;opacity:.95}
-section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin:0 0 16px}
-h2{font-size:17px;margin:0 0 6px}
+// The history report's own rules, on top of the shared page stylesheet (reports/html_page.h).
+const char* kCss = R"css(:root{--drift:#7048e8}
+h2{margin-bottom:6px}
 h3{font-size:14px;margin:14px 0 4px}
-table{border-collapse:collapse;width:100%;margin:6px 0}
-th,td{text-align:left;padding:5px 10px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.4px}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-code{font:12.5px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f5;padding:1px 4px;border-radius:3px}
-.pill{display:inline-block;padding:1px 9px;border-radius:10px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
+.pill{white-space:nowrap}
 .pill.regression{background:var(--bad)}.pill.improvement{background:var(--ok)}.pill.drift{background:var(--drift)}
 .window{font-weight:700;color:var(--warn)}
-.muted{color:var(--muted)}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:14px;margin-top:12px}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:8px;background:#fff}
-figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
-svg.plot{width:100%;height:auto;display:block}
-.unavailable{color:var(--muted);font-style:italic;padding:40px 10px;text-align:center;background:#f8f9fa;border-radius:4px;margin:0}
 .legend{font-size:12.5px;color:var(--muted);margin:8px 0 0}
 .legend b.r{color:var(--bad)}.legend b.i{color:var(--ok)}.legend b.d{color:var(--drift)}.legend b.w{color:var(--warn)}
-footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 )css";
 
 std::string td(const std::string& html, bool num = false) { return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>"; }
@@ -129,10 +110,8 @@ void series_section(std::ostream& o, const Series& s, size_t n) {
 
 std::string render_html(const Report& r) {
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>Lockstep history: "
-    << (r.exit_code ? std::to_string(r.regressions_in_window) + " regression(s)" : std::string("no regression")) << "</title>\n"
-    << "<link rel=\"icon\" href=\"data:,\">\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+  const std::string verdict = r.exit_code ? std::to_string(r.regressions_in_window) + " regression(s)" : "no regression";
+  o << reports::html_page_begin("Lockstep history: " + verdict, kCss);
   banner(o, r);
   if (r.series.empty())
     o << "<section><p>No healthy runs recorded" << (r.options.config.empty() ? "" : " for config " + code(r.options.config)) << ".</p></section>\n";
@@ -143,7 +122,7 @@ std::string render_html(const Report& r) {
     << "%. Loss drift: any change of the final loss at the same config hash"
     << (r.options.loss_tolerance > 0 ? " beyond " + std::to_string(r.options.loss_tolerance) : std::string()) << ".";
   if (!r.history_path.empty()) o << " · " << html_escape(r.history_path);
-  o << "</footer>\n</body>\n</html>\n";
+  o << "</footer>\n" << reports::html_page_end();
   return o.str();
 }
 

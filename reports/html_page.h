@@ -1,0 +1,22 @@
+// The page shell every HTML report shares (comparison, history, scaling, diagnosis): the doctype,
+// <head> (charset, viewport, title, an empty favicon so the browser fetches nothing) and one
+// inline stylesheet: the base rules below plus the report's own. No scripts, no external URLs.
+//
+// The base stylesheet: the colours (--ok, --bad, --warn, --ink, --muted, --line), body, main,
+// the banner (.banner.pass / .banner.fail), section, h2, tables (td.num / th.num right-aligned),
+// code, pre, .pill, .notice (.notice.bad), .muted, .plots, figure, figcaption, svg.plot,
+// .unavailable and footer. A report's extra CSS comes after it, so it can add and override.
+#pragma once
+
+#include <string>
+
+namespace lockstep::reports {
+
+// "<!DOCTYPE html> ... <style>BASE EXTRA</style>\n</head>\n<body>\n". title is plain text (escaped
+// here); extra_css is the report's own rules, appended to the base stylesheet.
+std::string html_page_begin(const std::string& title, const std::string& extra_css = "");
+
+// "</body>\n</html>\n": closes what html_page_begin opened.
+std::string html_page_end();
+
+}  // namespace lockstep::reports
