@@ -45,8 +45,9 @@ const fs::path& sandbox() {
     if (!mkdtemp(tmpl.data())) finding("mkdtemp failed", tmpl);
     fs::path d = tmpl;
     fs::create_directory(d / "variants");
-    std::ofstream(d / "baseline.toml") << "[run]\nname = \"baseline\"\nseed = 7\nsteps = 20\n[model]\npreset = \"tiny\"\n"
-                                          "[optim]\nlr = 1e-3\n";
+    std::ofstream(d / "baseline.toml")
+        << "[run]\nname = \"baseline\"\nseed = 7\nsteps = 20\n[model]\npreset = \"tiny\"\n"
+           "[optim]\nlr = 1e-3\n";
     std::ofstream(d / "loop.toml") << "extends = \"loop.toml\"\n";
     std::atexit([] {
       std::error_code ec;
@@ -74,7 +75,8 @@ bool extends_is_contained(std::string_view text, const fs::path& dir) {
 
 void check_one_line(const ConfigError& e) {
   const std::string w = e.what();
-  if (w.find('\n') != std::string::npos || w.find('\r') != std::string::npos) finding("multi-line ConfigError", w);
+  if (w.find('\n') != std::string::npos || w.find('\r') != std::string::npos)
+    finding("multi-line ConfigError", w);
   if (w.empty() || w.find(": ") == std::string::npos) finding("malformed ConfigError", w);
 }
 
@@ -111,10 +113,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }();
     if (again.hash() != h) finding("hash changed on re-parse", plain);
-    if (again.to_toml() != plain) finding("to_toml changed on re-parse", plain + "\n---\n" + again.to_toml());
+    if (again.to_toml() != plain)
+      finding("to_toml changed on re-parse", plain + "\n---\n" + again.to_toml());
     if (!lockstep::config::diff(c, again).empty()) finding("diff not empty after re-parse", plain);
     for (const auto& [key, entry] : c.entries())
-      if (!(again.entries().at(key).value == entry.value)) finding("value changed on re-parse", key);
+      if (!(again.entries().at(key).value == entry.value))
+        finding("value changed on re-parse", key);
   } catch (const ConfigError& e) {
     check_one_line(e);
   }

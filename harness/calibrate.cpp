@@ -12,7 +12,8 @@ GemmPeak measure_gemm_peak(const std::string& dtype, int threads, double seconds
   const auto st = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
   GemmPeak best{dtype, threads, 0, 0};
   for (int n : {512, 1024, 2048}) {
-    auto a = torch::randn({n, n}).to(st), b = torch::randn({n, n}).to(st), c = torch::empty({n, n}, st);
+    auto a = torch::randn({n, n}).to(st), b = torch::randn({n, n}).to(st),
+         c = torch::empty({n, n}, st);
     torch::mm_out(c, a, b);  // warm up (oneDNN primitive creation, page faults)
     int iters = 0;
     auto t0 = std::chrono::steady_clock::now();

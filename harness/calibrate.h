@@ -10,8 +10,8 @@ namespace lockstep {
 struct GemmPeak {
   std::string dtype;  // "fp32" | "bf16"
   int threads = 1;
-  double flops = 0;   // best over the sizes tried
-  int best_n = 0;     // square size that reached it
+  double flops = 0;  // best over the sizes tried
+  int best_n = 0;    // square size that reached it
 };
 
 // Times square GEMMs (512..2048) for about `seconds` each and keeps the best rate.

@@ -56,8 +56,10 @@ std::optional<double> gpu_table_peak(const std::string& gpu_name, const std::str
 }
 
 fs::path calibration_file() {
-  if (const char* d = std::getenv("LOCKSTEP_CACHE_DIR"); d && *d) return fs::path(d) / "calibration.json";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "lockstep" / "calibration.json";
+  if (const char* d = std::getenv("LOCKSTEP_CACHE_DIR"); d && *d)
+    return fs::path(d) / "calibration.json";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return fs::path(x) / "lockstep" / "calibration.json";
   const char* home = std::getenv("HOME");
   return fs::path(home ? home : "/tmp") / ".cache" / "lockstep" / "calibration.json";
 }
@@ -65,17 +67,21 @@ fs::path calibration_file() {
 std::string calibration_key(int threads, const std::string& libtorch) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
-  return std::string(host) + " | " + cpu_name() + " | threads " + std::to_string(threads) + " | libtorch " + libtorch;
+  return std::string(host) + " | " + cpu_name() + " | threads " + std::to_string(threads) +
+         " | libtorch " + libtorch;
 }
 
-std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype) {
+std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch,
+                                      const std::string& dtype) {
   auto j = read_cache();
   auto key = calibration_key(threads, libtorch);
-  if (!j.contains(key) || !j[key].contains(dtype) || !j[key][dtype].is_number()) return std::nullopt;
+  if (!j.contains(key) || !j[key].contains(dtype) || !j[key][dtype].is_number())
+    return std::nullopt;
   return j[key][dtype].get<double>();
 }
 
-void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype, double flops, const std::string& method) {
+void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype,
+                    double flops, const std::string& method) {
   auto j = read_cache();
   auto key = calibration_key(threads, libtorch);
   j[key][dtype] = flops;
@@ -83,7 +89,8 @@ void store_cpu_peak(int threads, const std::string& libtorch, const std::string&
   util::write_atomic(calibration_file(), j.dump(2) + "\n");
 }
 
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads, const std::string& libtorch) {
+PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+                       const std::string& libtorch) {
   PeakFlops p;
   if (device == "cuda") {
     std::string name;
@@ -94,13 +101,16 @@ PeakFlops resolve_peak(const std::string& device, const std::string& compute, in
     }
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
     p.flops = gpu_table_peak(name, compute);
-    p.source = p.flops ? "datasheet " + compute + " peak of " + name : "unknown GPU \"" + name + "\" (not in the peak table)";
+    p.source = p.flops ? "datasheet " + compute + " peak of " + name
+                       : "unknown GPU \"" + name + "\" (not in the peak table)";
     return p;
   }
   const std::string dtype = (compute == "tf32") ? "fp32" : compute;  // no TF32 units on CPU
   p.flops = cached_cpu_peak(threads, libtorch, dtype);
-  p.source = p.flops ? "calibrated " + dtype + " GEMM peak, " + std::to_string(threads) + " thread(s) (lockstep calibrate)"
-                     : "unknown: no " + dtype + " calibration for " + std::to_string(threads) + " thread(s) (run `lockstep calibrate`)";
+  p.source = p.flops ? "calibrated " + dtype + " GEMM peak, " + std::to_string(threads) +
+                           " thread(s) (lockstep calibrate)"
+                     : "unknown: no " + dtype + " calibration for " + std::to_string(threads) +
+                           " thread(s) (run `lockstep calibrate`)";
   return p;
 }
 

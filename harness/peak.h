@@ -18,16 +18,19 @@ struct PeakFlops {
 // ("fp32" | "tf32" | "bf16" | "fp16"); unset when the GPU is not in the table.
 std::optional<double> gpu_table_peak(const std::string& gpu_name, const std::string& dtype);
 
-// The calibration cache: $LOCKSTEP_CACHE_DIR, else $XDG_CACHE_HOME/lockstep, else ~/.cache/lockstep.
+// The calibration cache: $LOCKSTEP_CACHE_DIR, else $XDG_CACHE_HOME/lockstep, else
+// ~/.cache/lockstep.
 std::filesystem::path calibration_file();
 // Key of this machine + thread count + LibTorch version in the cache.
 std::string calibration_key(int threads, const std::string& libtorch);
-std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype);
-void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype, double flops,
-                    const std::string& method);
+std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch,
+                                      const std::string& dtype);
+void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype,
+                    double flops, const std::string& method);
 
 // Resolves the peak for a run: device "cpu" -> calibration cache (fp32 for fp32/tf32);
 // "cuda" -> the table by the name nvidia-smi reports.
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads, const std::string& libtorch);
+PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+                       const std::string& libtorch);
 
 }  // namespace lockstep

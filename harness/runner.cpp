@@ -7,7 +7,6 @@
 #include <iostream>
 
 #include "harness/calibrate.h"
-#include "harness/util/process.h"
 #include "harness/compat/torch_compat.h"
 #include "harness/config/config.h"
 #include "harness/dist/launcher.h"
@@ -17,12 +16,13 @@
 #include "harness/run_config.h"
 #include "harness/summary.h"
 #include "harness/train/checkpoint.h"
-#include "harness/train/trainer.h"
 #include "harness/train/trace.h"
+#include "harness/train/trainer.h"
 #include "harness/train/watchdog.h"
 #include "harness/util/files.h"
-#include "reports/run_console.h"
+#include "harness/util/process.h"
 #include "reports/history/store.h"
+#include "reports/run_console.h"
 #include "reports/run_json.h"
 #include "reports/run_observers.h"
 #include "workloads/model_config.h"
@@ -32,7 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string compute_dtype(const config::Config& cfg) { return cfg.str("precision.compute"); }
+std::string compute_dtype(const config::Config& cfg) {
+  return cfg.str("precision.compute");
+}
 
 // CPU MFU needs a calibrated GEMM peak for this thread count; measure it once if missing.
 void ensure_calibration(const config::Config& cfg, bool quiet) {
@@ -41,9 +43,12 @@ void ensure_calibration(const config::Config& cfg, bool quiet) {
   std::string dtype = compute_dtype(cfg) == "bf16" ? "bf16" : "fp32";
   if (compute_dtype(cfg) == "fp16") return;  // no CPU fp16 peak: MFU unknown
   if (cached_cpu_peak(threads, compat::torch_version(), dtype)) return;
-  if (!quiet) std::cout << "calibrating the " << dtype << " GEMM peak for " << threads << " thread(s) (once per machine)...\n";
+  if (!quiet)
+    std::cout << "calibrating the " << dtype << " GEMM peak for " << threads
+              << " thread(s) (once per machine)...\n";
   auto p = measure_gemm_peak(dtype, threads, 0.5);
-  store_cpu_peak(threads, compat::torch_version(), dtype, p.flops, "square GEMM " + std::to_string(p.best_n));
+  store_cpu_peak(threads, compat::torch_version(), dtype, p.flops,
+                 "square GEMM " + std::to_string(p.best_n));
 }
 
 std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) {
@@ -112,7 +117,8 @@ int run_training(const RunRequest& req) {
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);
     fs::create_directories(out);
-    dist::LaunchSpec spec{util::self_exe(), child_args(req, out), world, cfg.number("parallel.timeout_s") + 30};
+    dist::LaunchSpec spec{util::self_exe(), child_args(req, out), world,
+                          cfg.number("parallel.timeout_s") + 30};
     return dist::launch(spec);
   }
   if (world == 1) ensure_calibration(cfg, req.quiet);
@@ -133,7 +139,8 @@ int run_training(const RunRequest& req) {
   }
   train::Trainer trainer(cfg, who, topts);
 
-  const fs::path metrics = out / (rank0 ? std::string("metrics.jsonl") : "metrics.rank" + std::to_string(who.rank) + ".jsonl");
+  const fs::path metrics = out / (rank0 ? std::string("metrics.jsonl")
+                                        : "metrics.rank" + std::to_string(who.rank) + ".jsonl");
   if (!req.resume.empty()) truncate_metrics(metrics, trainer.first_step() - 1);
   reports::MetricsLog log(metrics, /*append=*/!req.resume.empty());
   const bool tty = ::isatty(1) && world == 1;
@@ -143,9 +150,11 @@ int run_training(const RunRequest& req) {
   if (rank0 && !req.quiet) observers.add(&progress);
 
   const auto model = workloads::ModelConfig::from(cfg);
-  auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg), static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
+  auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+                           static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
-                   peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt, peak.source};
+                   peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt,
+                   peak.source};
 
   auto write_summary = [&](const train::TrainOutcome& o, const std::vector<StepRecord>& recs) {
     RunSummary base;
@@ -165,13 +174,14 @@ int run_training(const RunRequest& req) {
     return summary;
   };
 
-  train::Watchdog watchdog(trainer.progress(), who.rank, cfg.number("run.step_timeout_s"), cfg.number("run.step_timeout_factor"),
-                           [&](const std::string& why) {
+  train::Watchdog watchdog(trainer.progress(), who.rank, cfg.number("run.step_timeout_s"),
+                           cfg.number("run.step_timeout_factor"), [&](const std::string& why) {
                              train::TrainOutcome o;
                              o.status = "hang";
                              o.failure = why;
                              o.failed_step = trainer.progress().step.load();
-                             o.env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), world);
+                             o.env = train::describe_environment(cfg.str("run.device"),
+                                                                 cfg.integer("run.threads"), world);
                              write_summary(o, log.snapshot());
                            });
   struct FeedWatchdog : train::StepObserver {
@@ -182,11 +192,16 @@ int run_training(const RunRequest& req) {
   observers.add(&feed);
 
   auto outcome = trainer.run(observers);
-  if (outcome.trace) outcome.trace->write(out / ("trace.rank" + std::to_string(who.rank) + ".json"));
+  if (outcome.trace)
+    outcome.trace->write(out / ("trace.rank" + std::to_string(who.rank) + ".json"));
   if (rank0 && outcome.profiled_steps > 0) {
     nlohmann::json units = nlohmann::json::array();
-    for (const auto& u : outcome.layer_costs) units.push_back({{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
-    util::write_atomic(out / "layer_costs.json", nlohmann::json{{"steps", outcome.profiled_steps}, {"units", units}}.dump(2) + "\n");
+    for (const auto& u : outcome.layer_costs)
+      units.push_back(
+          {{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
+    util::write_atomic(
+        out / "layer_costs.json",
+        nlohmann::json{{"steps", outcome.profiled_steps}, {"units", units}}.dump(2) + "\n");
   }
   // A resumed run's summary covers the whole curve: earlier steps come from the log.
   auto records = req.resume.empty() ? outcome.records : reports::read_metrics(metrics);
@@ -195,8 +210,10 @@ int run_training(const RunRequest& req) {
     std::vector<double> curve;
     for (const auto& r : records) curve.push_back(r.loss);
     const auto db = history::resolve_path(req.history);
-    const std::string err = history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
-    if (!err.empty()) std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
+    const std::string err =
+        history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
+    if (!err.empty())
+      std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
   }
   if (rank0 && !req.export_losses.empty()) {
     std::string text;

@@ -9,17 +9,17 @@
 namespace lockstep {
 
 struct RunRequest {
-  std::string config;                 // config file (unused with resume)
-  std::vector<std::string> sets;      // section.key=value overrides
-  int64_t steps = 0;                  // --steps: overrides run.steps (the schedule length)
-  int64_t stop_after = 0;             // --stop-after: stop early, schedule unchanged
-  std::string out;                    // output folder (default runs/<time>-<name>)
-  int nproc = 0;                      // --nproc: overrides parallel.world_size
-  std::string resume;                 // a previous run's folder to continue
-  std::string export_losses;          // write "step loss" lines here
+  std::string config;             // config file (unused with resume)
+  std::vector<std::string> sets;  // section.key=value overrides
+  int64_t steps = 0;              // --steps: overrides run.steps (the schedule length)
+  int64_t stop_after = 0;         // --stop-after: stop early, schedule unchanged
+  std::string out;                // output folder (default runs/<time>-<name>)
+  int nproc = 0;                  // --nproc: overrides parallel.world_size
+  std::string resume;             // a previous run's folder to continue
+  std::string export_losses;      // write "step loss" lines here
   bool quiet = false;
-  std::string history;                // --history: the history database (default: see history::resolve_path)
-  bool no_history = false;            // --no-history: do not record this run
+  std::string history;      // --history: the history database (default: see history::resolve_path)
+  bool no_history = false;  // --no-history: do not record this run
 };
 
 // Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).

@@ -18,7 +18,8 @@ std::string classify_bound(const std::map<std::string, double>& share) {
   return "compute-bound";
 }
 
-RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs& in, RunSummary s) {
+RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs& in,
+                     RunSummary s) {
   s.name = in.name;
   s.config_hash = in.config_hash;
   s.flops_per_token = in.flops_per_token;
@@ -41,7 +42,8 @@ RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs
   }
   s.timed_steps = static_cast<int64_t>(ms.size());
   s.tokens_per_sec = total_ms > 0 ? tokens / (total_ms / 1000.0) : NAN;
-  s.step_ms = Percentiles{stats::percentile(ms, 50), stats::percentile(ms, 95), stats::percentile(ms, 99), stats::mean(ms)};
+  s.step_ms = Percentiles{stats::percentile(ms, 50), stats::percentile(ms, 95),
+                          stats::percentile(ms, 99), stats::mean(ms)};
   s.comm_bytes_per_step = ms.empty() ? 0 : comm_bytes / static_cast<double>(ms.size());
   for (const auto& p : phase_names()) {
     s.phase_share[p] = total_ms > 0 ? phase_total[p] / total_ms : 0;

@@ -13,16 +13,18 @@ namespace lockstep {
 struct SummaryInputs {
   std::string name;
   std::string config_hash;
-  double flops_per_token = 0;           // model FLOPs per token (formula in mfu_formula)
-  std::optional<double> peak_flops;     // all ranks together; unset = unknown
+  double flops_per_token = 0;        // model FLOPs per token (formula in mfu_formula)
+  std::optional<double> peak_flops;  // all ranks together; unset = unknown
   std::string peak_flops_source;
 };
 
 inline const char* kMfuFormula =
-    "PaLM appendix B: 6*N + 12*L*H*Q*T per token (N = parameters without the position embedding, tied embedding once)";
+    "PaLM appendix B: 6*N + 12*L*H*Q*T per token (N = parameters without the position embedding, "
+    "tied embedding once)";
 
 // status/failure/memory/env come from the trainer; the statistics are computed here.
-RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs& in, RunSummary base);
+RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs& in,
+                     RunSummary base);
 
 // "input-bound" when data is the largest share, "comm-bound" when communication is, else
 // "compute-bound" (forward + backward + optimizer).

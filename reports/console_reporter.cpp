@@ -12,7 +12,8 @@ namespace {
 
 // Terminal columns of a UTF-8 string (one per code point; the reports use no wide characters).
 size_t columns(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 // Left-aligned columns, two spaces apart, indented by two.
@@ -43,9 +44,16 @@ std::string general(double x) {
   return buf;
 }
 
-std::vector<std::string> delta_row(const std::string& metric, const std::string& b, const std::string& v,
-                                   const compare::Delta& d, const std::string& unit) {
-  return {metric, b, v, text::delta_value(d, unit), text::delta_ci(d, unit), text::p_value(d), d.known ? d.wording : ""};
+std::vector<std::string> delta_row(const std::string& metric, const std::string& b,
+                                   const std::string& v, const compare::Delta& d,
+                                   const std::string& unit) {
+  return {metric,
+          b,
+          v,
+          text::delta_value(d, unit),
+          text::delta_ci(d, unit),
+          text::p_value(d),
+          d.known ? d.wording : ""};
 }
 
 }  // namespace
@@ -55,14 +63,16 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   std::ostringstream o;
   const bool pass = r.verdict == "pass";
   const std::string rule = unicode_ ? "══" : "==";
-  o << rule << " Lockstep compare: " << (pass ? "PASS" : "FAIL") << " " << rule << "  (exit " << r.exit_code
-    << ", mode " << r.mode << ", " << fixed(r.wall_seconds, 1) << " s)\n";
-  o << table({{"baseline", r.baseline.name, r.baseline.config_path}, {"variant", r.variant.name, r.variant.config_path}});
+  o << rule << " Lockstep compare: " << (pass ? "PASS" : "FAIL") << " " << rule << "  (exit "
+    << r.exit_code << ", mode " << r.mode << ", " << fixed(r.wall_seconds, 1) << " s)\n";
+  o << table({{"baseline", r.baseline.name, r.baseline.config_path},
+              {"variant", r.variant.name, r.variant.config_path}});
 
   o << "\nChanged keys\n";
   if (r.changes.empty()) o << "  (none: the configs are identical)\n";
   for (const auto& c : r.changes)
-    o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob) << ")\n";
+    o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob)
+      << ")\n";
 
   if (!r.warnings.empty()) {
     o << "\nWarnings\n";
@@ -79,43 +89,58 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   if (a.band) {
     std::string seeds;
     for (auto s : a.band->seeds) seeds += (seeds.empty() ? "" : ",") + std::to_string(s);
-    rows.push_back({"seed band", "seeds " + seeds, fixed(a.band->lo, 4) + " .. " + fixed(a.band->hi, 4),
-                    "half-width " + general(a.band->half_width) + (a.band->inside ? ", variant inside" : ", variant OUTSIDE")});
+    rows.push_back({"seed band", "seeds " + seeds,
+                    fixed(a.band->lo, 4) + " .. " + fixed(a.band->hi, 4),
+                    "half-width " + general(a.band->half_width) +
+                        (a.band->inside ? ", variant inside" : ", variant OUTSIDE")});
   }
   rows.push_back({"curve", "max |delta| " + general(a.max_abs_diff),
-                  a.first_divergent_step ? "first divergent step " + std::to_string(a.first_divergent_step)
-                                         : "no divergent step"});
+                  a.first_divergent_step
+                      ? "first divergent step " + std::to_string(a.first_divergent_step)
+                      : "no divergent step"});
   o << table(rows);
-  o << "  " << (a.aligned ? "aligned" : "NOT aligned") << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
+  o << "  " << (a.aligned ? "aligned" : "NOT aligned")
+    << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
 
-  o << "\nPerformance (" << r.repeats << " repeats per arm; medians, 95% bootstrap CI, Mann-Whitney p)\n";
+  o << "\nPerformance (" << r.repeats
+    << " repeats per arm; medians, 95% bootstrap CI, Mann-Whitney p)\n";
   const auto& b = r.baseline;
   const auto& v = r.variant;
-  std::string mem_delta = r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a";
+  std::string mem_delta =
+      r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a";
   o << table({{"", "baseline", "variant", "delta", "95% CI", "p", ""},
-              delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0), r.delta.tokens_per_sec_pct, "%"),
+              delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                        r.delta.tokens_per_sec_pct, "%"),
               delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
-              delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2), r.delta.p50_ms_pct, "%"),
-              delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2), r.delta.p99_ms_pct, "%"),
+              delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                        r.delta.p50_ms_pct, "%"),
+              delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                        r.delta.p99_ms_pct, "%"),
               {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
                human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
-  if (r.too_few_repeats) o << "  ! too few repeats for a significance test: deltas are indicative only\n";
+  if (r.too_few_repeats)
+    o << "  ! too few repeats for a significance test: deltas are indicative only\n";
   if (r.determinism.checked)
-    o << "  determinism: baseline " << (r.determinism.baseline_ok ? "ok" : "NOT deterministic") << ", variant "
-      << (r.determinism.variant_ok ? "ok" : "NOT deterministic")
+    o << "  determinism: baseline " << (r.determinism.baseline_ok ? "ok" : "NOT deterministic")
+      << ", variant " << (r.determinism.variant_ok ? "ok" : "NOT deterministic")
       << (r.determinism.detail.empty() ? "" : " (" + r.determinism.detail + ")") << "\n";
 
   if (!r.breakdown.phases.empty()) {
-    o << "\nWhere the time went (baseline " << r.baseline.bound << ", variant " << r.variant.bound << ")\n";
+    o << "\nWhere the time went (baseline " << r.baseline.bound << ", variant " << r.variant.bound
+      << ")\n";
     for (const auto& f : r.breakdown.findings) o << "  * " << f << "\n";
-    std::vector<std::vector<std::string>> rows{{"phase", "baseline ms", "share", "variant ms", "share"}};
+    std::vector<std::vector<std::string>> rows{
+        {"phase", "baseline ms", "share", "variant ms", "share"}};
     for (const auto& p : r.breakdown.phases)
-      rows.push_back({p.phase, fixed(p.baseline_ms, 2), text::percent(p.baseline_share), fixed(p.variant_ms, 2), text::percent(p.variant_share)});
+      rows.push_back({p.phase, fixed(p.baseline_ms, 2), text::percent(p.baseline_share),
+                      fixed(p.variant_ms, 2), text::percent(p.variant_share)});
     o << table(rows);
-    std::vector<std::vector<std::string>> ops{{"operator (self ms/step)", "baseline", "variant", "delta"}};
+    std::vector<std::vector<std::string>> ops{
+        {"operator (self ms/step)", "baseline", "variant", "delta"}};
     for (size_t i = 0; i < r.breakdown.ops.size() && i < 8; ++i) {
       const auto& op = r.breakdown.ops[i];
-      ops.push_back({op.name, fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3), text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
+      ops.push_back({op.name, fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3),
+                     text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
     }
     if (ops.size() > 1) o << table(ops);
   }
@@ -123,7 +148,9 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   o << "\nChecks\n";
   std::vector<std::vector<std::string>> checks;
   for (const auto& c : r.checks)
-    checks.push_back({(unicode_ ? (c.passed ? "✔ " : "✘ ") : (c.passed ? "[ ok ] " : "[FAIL] ")) + c.name, c.detail});
+    checks.push_back(
+        {(unicode_ ? (c.passed ? "✔ " : "✘ ") : (c.passed ? "[ ok ] " : "[FAIL] ")) + c.name,
+         c.detail});
   o << (checks.empty() ? "  (none)\n" : table(checks));
 
   o << "\nPolicy" << (r.policy_source.empty() ? "" : " (" + r.policy_source + ")") << "\n";

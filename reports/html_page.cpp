@@ -39,10 +39,12 @@ footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 std::string html_page_begin(const std::string& title, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-         html_escape(title) + "</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>" + kBaseCss + extra_css +
-         "</style>\n</head>\n<body>\n";
+         html_escape(title) + "</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>" + kBaseCss +
+         extra_css + "</style>\n</head>\n<body>\n";
 }
 
-std::string html_page_end() { return "</body>\n</html>\n"; }
+std::string html_page_end() {
+  return "</body>\n</html>\n";
+}
 
 }  // namespace lockstep::reports

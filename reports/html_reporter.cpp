@@ -36,120 +36,167 @@ details summary{cursor:pointer;font-weight:600}
 
 using text::fixed;
 
-std::string td(const std::string& html, bool num = false) { return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>"; }
-std::string code(const std::string& s) { return "<code>" + html_escape(s) + "</code>"; }
+std::string td(const std::string& html, bool num = false) {
+  return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>";
+}
+std::string code(const std::string& s) {
+  return "<code>" + html_escape(s) + "</code>";
+}
 
 std::string figure(const std::string& caption, const Plot& p) {
-  std::string body = p.ok() ? p.svg : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
+  std::string body =
+      p.ok() ? p.svg
+             : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
   return "<figure><figcaption>" + html_escape(caption) + "</figcaption>" + body + "</figure>\n";
 }
 
-std::string delta_row(const std::string& metric, const std::string& b, const std::string& v, const compare::Delta& d,
-                      const std::string& unit) {
+std::string delta_row(const std::string& metric, const std::string& b, const std::string& v,
+                      const compare::Delta& d, const std::string& unit) {
   std::string delta = html_escape(text::delta_value(d, unit));
   if (d.known && d.significant) delta = "<span class=\"sig\">" + delta + "</span>";
-  return "<tr>" + td(metric) + td(html_escape(b), true) + td(html_escape(v), true) + td(delta, true) +
-         td(html_escape(text::delta_ci(d, unit)), true) + td(html_escape(text::p_value(d)), true) +
-         td(d.known ? html_escape(d.wording) : "") + "</tr>\n";
+  return "<tr>" + td(metric) + td(html_escape(b), true) + td(html_escape(v), true) +
+         td(delta, true) + td(html_escape(text::delta_ci(d, unit)), true) +
+         td(html_escape(text::p_value(d)), true) + td(d.known ? html_escape(d.wording) : "") +
+         "</tr>\n";
 }
 
 void banner(std::ostream& o, const compare::CompareResult& r) {
   const bool pass = r.verdict == "pass";
-  o << "<header class=\"banner " << (pass ? "pass" : "fail") << "\"><h1>" << (pass ? "✔ PASS" : "✘ FAIL")
-    << "</h1><p>variant <b>" << html_escape(r.variant.name) << "</b> vs baseline <b>" << html_escape(r.baseline.name)
-    << "</b> · exit " << r.exit_code << " · mode " << html_escape(r.mode) << " · " << r.repeats
-    << " repeats per arm · " << fixed(r.wall_seconds, 1) << " s</p></header>\n<main>\n";
+  o << "<header class=\"banner " << (pass ? "pass" : "fail") << "\"><h1>"
+    << (pass ? "✔ PASS" : "✘ FAIL") << "</h1><p>variant <b>" << html_escape(r.variant.name)
+    << "</b> vs baseline <b>" << html_escape(r.baseline.name) << "</b> · exit " << r.exit_code
+    << " · mode " << html_escape(r.mode) << " · " << r.repeats << " repeats per arm · "
+    << fixed(r.wall_seconds, 1) << " s</p></header>\n<main>\n";
   for (const auto& w : r.warnings) o << "<div class=\"notice\">⚠ " << html_escape(w) << "</div>\n";
-  if (r.too_few_repeats) o << "<div class=\"notice\">⚠ too few repeats for a significance test: deltas are indicative only</div>\n";
+  if (r.too_few_repeats)
+    o << "<div class=\"notice\">⚠ too few repeats for a significance test: deltas are indicative "
+         "only</div>\n";
   if (!r.failed_arm.empty())
-    o << "<div class=\"notice bad\"><b>Run failed:</b> " << html_escape(r.failed_arm) << ": " << html_escape(r.failure) << "</div>\n";
+    o << "<div class=\"notice bad\"><b>Run failed:</b> " << html_escape(r.failed_arm) << ": "
+      << html_escape(r.failure) << "</div>\n";
 }
 
 void config_diff(std::ostream& o, const compare::CompareResult& r) {
-  o << "<section><h2>Configuration diff</h2>\n<p><span class=\"arm-b\">baseline</span> " << code(r.baseline.config_path)
-    << " &nbsp; <span class=\"arm-v\">variant</span> " << code(r.variant.config_path) << "</p>\n"
+  o << "<section><h2>Configuration diff</h2>\n<p><span class=\"arm-b\">baseline</span> "
+    << code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
+    << code(r.variant.config_path) << "</p>\n"
     << "<table><tr><th>Key</th><th>Baseline</th><th>Variant</th><th>Kind</th></tr>\n";
-  if (r.changes.empty()) o << "<tr><td colspan=\"4\" class=\"muted\">none: the configs are identical</td></tr>\n";
+  if (r.changes.empty())
+    o << "<tr><td colspan=\"4\" class=\"muted\">none: the configs are identical</td></tr>\n";
   for (const auto& c : r.changes)
-    o << "<tr>" << td(code(c.key)) << td(code(c.before)) << td(code(c.after)) << td(html_escape(text::knob_name(c.knob))) << "</tr>\n";
+    o << "<tr>" << td(code(c.key)) << td(code(c.before)) << td(code(c.after))
+      << td(html_escape(text::knob_name(c.knob))) << "</tr>\n";
   o << "</table></section>\n";
 }
 
 void alignment(std::ostream& o, const compare::CompareResult& r) {
   const auto& a = r.alignment;
-  o << "<section><h2>Loss alignment <span class=\"pill " << (a.aligned ? "ok\">aligned" : "bad\">not aligned")
-    << "</span></h2>\n<p>" << html_escape(a.klass) << " knob, loss at step " << a.check_step;
+  o << "<section><h2>Loss alignment <span class=\"pill "
+    << (a.aligned ? "ok\">aligned" : "bad\">not aligned") << "</span></h2>\n<p>"
+    << html_escape(a.klass) << " knob, loss at step " << a.check_step;
   if (!a.explanation.empty()) o << ": " << html_escape(a.explanation);
   o << "</p>\n<p class=\"muted\">Loss reference: " << html_escape(r.loss_reference) << "</p>\n";
-  o << "<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th class=\"num\">|Δ|</th>"
-       "<th class=\"num\">Tolerance</th><th>Equal to 3 dp</th><th class=\"num\">Max |Δ| (curve)</th>"
+  o << "<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
+       "class=\"num\">|Δ|</th>"
+       "<th class=\"num\">Tolerance</th><th>Equal to 3 dp</th><th class=\"num\">Max |Δ| "
+       "(curve)</th>"
        "<th class=\"num\">First divergent step</th></tr>\n<tr>"
-    << td(html_escape(a.baseline_rounded), true) << td(html_escape(a.variant_rounded), true) << td(fixed(a.abs_diff, 6), true)
-    << td(fixed(a.tolerance, 6), true) << td(a.equal_to_3dp ? "<span class=\"yes\">yes</span>" : "<span class=\"no\">no</span>")
-    << td(fixed(a.max_abs_diff, 6), true) << td(a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none", true)
+    << td(html_escape(a.baseline_rounded), true) << td(html_escape(a.variant_rounded), true)
+    << td(fixed(a.abs_diff, 6), true) << td(fixed(a.tolerance, 6), true)
+    << td(a.equal_to_3dp ? "<span class=\"yes\">yes</span>" : "<span class=\"no\">no</span>")
+    << td(fixed(a.max_abs_diff, 6), true)
+    << td(a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none", true)
     << "</tr></table>\n";
   if (a.band) {
     std::string seeds;
     for (auto s : a.band->seeds) seeds += (seeds.empty() ? "" : ", ") + std::to_string(s);
-    o << "<p>Seed band over seeds " << html_escape(seeds) << ": " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4)
-      << " (half-width " << fixed(a.band->half_width, 6) << "); the variant is "
-      << (a.band->inside ? "<span class=\"yes\">inside</span>" : "<span class=\"no\">outside</span>") << ".</p>\n";
+    o << "<p>Seed band over seeds " << html_escape(seeds) << ": " << fixed(a.band->lo, 4) << " … "
+      << fixed(a.band->hi, 4) << " (half-width " << fixed(a.band->half_width, 6)
+      << "); the variant is "
+      << (a.band->inside ? "<span class=\"yes\">inside</span>"
+                         : "<span class=\"no\">outside</span>")
+      << ".</p>\n";
   }
   o << "<div class=\"plots\">" << figure("Loss vs step", loss_curves_plot(r))
-    << figure("Loss difference (variant − baseline)", loss_difference_plot(r)) << "</div></section>\n";
+    << figure("Loss difference (variant − baseline)", loss_difference_plot(r))
+    << "</div></section>\n";
 }
 
 void performance(std::ostream& o, const compare::CompareResult& r) {
   const auto& b = r.baseline;
   const auto& v = r.variant;
-  auto ci = [](const compare::ArmResult& a) { return "[" + fixed(a.tokens_per_sec_ci_lo, 0) + ", " + fixed(a.tokens_per_sec_ci_hi, 0) + "]"; };
+  auto ci = [](const compare::ArmResult& a) {
+    return "[" + fixed(a.tokens_per_sec_ci_lo, 0) + ", " + fixed(a.tokens_per_sec_ci_hi, 0) + "]";
+  };
   o << "<section><h2>Performance</h2>\n<p class=\"muted\">Medians over " << r.repeats
-    << " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided Mann-Whitney U p-values. "
+    << " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided Mann-Whitney U "
+       "p-values. "
        "Bold deltas are significant.</p>\n"
-    << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th class=\"num\">Δ</th>"
+    << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
+       "class=\"num\">Δ</th>"
        "<th class=\"num\">95% CI</th><th class=\"num\">p</th><th></th></tr>\n"
-    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0), r.delta.tokens_per_sec_pct, "%")
-    << "<tr>" << td("<span class=\"muted\">tokens/s 95% CI</span>") << td(ci(b), true) << td(ci(v), true) << "<td colspan=\"4\"></td></tr>\n"
+    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                 r.delta.tokens_per_sec_pct, "%")
+    << "<tr>" << td("<span class=\"muted\">tokens/s 95% CI</span>") << td(ci(b), true)
+    << td(ci(v), true) << "<td colspan=\"4\"></td></tr>\n"
     << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2), r.delta.p50_ms_pct, "%")
-    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2), r.delta.p99_ms_pct, "%")
-    << "<tr>" << td("peak memory") << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)
+    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                 r.delta.p50_ms_pct, "%")
+    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                 r.delta.p99_ms_pct, "%")
+    << "<tr>" << td("peak memory")
+    << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)
     << td(human_bytes(static_cast<double>(v.peak_memory_bytes)), true)
-    << td(r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", true) << "<td colspan=\"3\"></td></tr>\n"
+    << td(r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", true)
+    << "<td colspan=\"3\"></td></tr>\n"
     << "</table>\n";
   if (r.determinism.checked)
-    o << "<p>Determinism: baseline " << (r.determinism.baseline_ok ? "<span class=\"yes\">ok</span>" : "<span class=\"no\">not deterministic</span>")
-      << ", variant " << (r.determinism.variant_ok ? "<span class=\"yes\">ok</span>" : "<span class=\"no\">not deterministic</span>")
-      << (r.determinism.detail.empty() ? "" : " (" + html_escape(r.determinism.detail) + ")") << "</p>\n";
-  o << "<div class=\"plots\">" << figure("Step latency distribution (ECDF, all repeats pooled)", latency_plot(r))
+    o << "<p>Determinism: baseline "
+      << (r.determinism.baseline_ok ? "<span class=\"yes\">ok</span>"
+                                    : "<span class=\"no\">not deterministic</span>")
+      << ", variant "
+      << (r.determinism.variant_ok ? "<span class=\"yes\">ok</span>"
+                                   : "<span class=\"no\">not deterministic</span>")
+      << (r.determinism.detail.empty() ? "" : " (" + html_escape(r.determinism.detail) + ")")
+      << "</p>\n";
+  o << "<div class=\"plots\">"
+    << figure("Step latency distribution (ECDF, all repeats pooled)", latency_plot(r))
     << figure("Throughput per arm", throughput_plot(r)) << "</div></section>\n";
 }
 
 void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
   if (!r.breakdown.phases.empty()) {
     const auto& bd = r.breakdown;
-    o << "<section><h2>Where the time went</h2>\n<p class=\"muted\">Medians over the timing repeats; operators from each "
-         "repeat's profiled window (self time per step). Baseline " << html_escape(r.baseline.bound) << ", variant "
-      << html_escape(r.variant.bound) << ".</p>\n<ul>";
+    o << "<section><h2>Where the time went</h2>\n<p class=\"muted\">Medians over the timing "
+         "repeats; operators from each "
+         "repeat's profiled window (self time per step). Baseline "
+      << html_escape(r.baseline.bound) << ", variant " << html_escape(r.variant.bound)
+      << ".</p>\n<ul>";
     for (const auto& f : bd.findings) o << "<li>" << html_escape(f) << "</li>";
-    o << "</ul>\n<table><tr><th>Phase</th><th>Baseline ms</th><th>share</th><th>Variant ms</th><th>share</th></tr>\n";
+    o << "</ul>\n<table><tr><th>Phase</th><th>Baseline ms</th><th>share</th><th>Variant "
+         "ms</th><th>share</th></tr>\n";
     for (const auto& p : bd.phases)
-      o << "<tr>" << td(html_escape(p.phase)) << td(text::fixed(p.baseline_ms, 2), true) << td(text::percent(p.baseline_share), true)
-        << td(text::fixed(p.variant_ms, 2), true) << td(text::percent(p.variant_share), true) << "</tr>\n";
-    o << "</table>\n<table><tr><th>Operator</th><th>Baseline ms/step</th><th>Variant ms/step</th><th>Change</th><th>Calls</th></tr>\n";
+      o << "<tr>" << td(html_escape(p.phase)) << td(text::fixed(p.baseline_ms, 2), true)
+        << td(text::percent(p.baseline_share), true) << td(text::fixed(p.variant_ms, 2), true)
+        << td(text::percent(p.variant_share), true) << "</tr>\n";
+    o << "</table>\n<table><tr><th>Operator</th><th>Baseline ms/step</th><th>Variant "
+         "ms/step</th><th>Change</th><th>Calls</th></tr>\n";
     for (const auto& op : bd.ops)
-      o << "<tr>" << td(code(op.name)) << td(text::fixed(op.baseline_ms, 3), true) << td(text::fixed(op.variant_ms, 3), true)
+      o << "<tr>" << td(code(op.name)) << td(text::fixed(op.baseline_ms, 3), true)
+        << td(text::fixed(op.variant_ms, 3), true)
         << td(text::signed_fixed(op.variant_ms - op.baseline_ms, 3, " ms"), true)
-        << td(text::fixed(op.baseline_calls, 0) + " / " + text::fixed(op.variant_calls, 0), true) << "</tr>\n";
+        << td(text::fixed(op.baseline_calls, 0) + " / " + text::fixed(op.variant_calls, 0), true)
+        << "</tr>\n";
     o << "</table></section>\n";
   }
   o << "<section><h2>Checks</h2>\n<table><tr><th></th><th>Check</th><th>Detail</th></tr>\n";
   for (const auto& c : r.checks)
-    o << "<tr>" << td(c.passed ? "<span class=\"yes\">✔</span>" : "<span class=\"no\">✘</span>") << td(html_escape(c.name))
-      << td(html_escape(c.detail)) << "</tr>\n";
+    o << "<tr>" << td(c.passed ? "<span class=\"yes\">✔</span>" : "<span class=\"no\">✘</span>")
+      << td(html_escape(c.name)) << td(html_escape(c.detail)) << "</tr>\n";
   if (r.checks.empty()) o << "<tr><td colspan=\"3\" class=\"muted\">no checks ran</td></tr>\n";
   o << "</table></section>\n<section><h2>Policy</h2>\n";
-  if (!r.policy_source.empty()) o << "<p class=\"muted\">from " << html_escape(r.policy_source) << "</p>\n";
+  if (!r.policy_source.empty())
+    o << "<p class=\"muted\">from " << html_escape(r.policy_source) << "</p>\n";
   o << "<pre>" << html_escape(r.policy.describe()) << "</pre></section>\n";
   if (!r.env.empty()) {
     o << "<section><details><summary>Environment</summary><table>\n";
@@ -163,7 +210,8 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
 std::string HtmlReporter::render(const compare::CompareResult& r) const {
   std::ostringstream o;
   const std::string verdict = r.verdict == "pass" ? "PASS" : "FAIL";
-  o << html_page_begin("Lockstep " + verdict + ": " + r.variant.name + " vs " + r.baseline.name, kCss);
+  o << html_page_begin("Lockstep " + verdict + ": " + r.variant.name + " vs " + r.baseline.name,
+                       kCss);
   banner(o, r);
   config_diff(o, r);
   alignment(o, r);

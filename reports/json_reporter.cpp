@@ -10,7 +10,9 @@ using json = nlohmann::ordered_json;  // fields in contract order: verdict first
 namespace {
 
 // run_json's num() for ordered_json: the number, or null when non-finite.
-json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+json number(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
 
 json nums(const std::vector<double>& xs) {
   json a = json::array();
@@ -18,8 +20,12 @@ json nums(const std::vector<double>& xs) {
   return a;
 }
 
-json opt(const std::optional<double>& x) { return x ? number(*x) : json(nullptr); }
-json str_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+json opt(const std::optional<double>& x) {
+  return x ? number(*x) : json(nullptr);
+}
+json str_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
 
 json ms_map(const std::map<std::string, double>& m) {
   json o = json::object();
@@ -30,18 +36,27 @@ json ms_map(const std::map<std::string, double>& m) {
 json ops_json(const std::vector<OpStat>& ops) {
   json a = json::array();
   for (const auto& op : ops)
-    a.push_back({{"name", op.name}, {"calls", number(op.calls)}, {"self_ms", number(op.self_ms)}, {"total_ms", number(op.total_ms)}});
+    a.push_back({{"name", op.name},
+                 {"calls", number(op.calls)},
+                 {"self_ms", number(op.self_ms)},
+                 {"total_ms", number(op.total_ms)}});
   return a;
 }
 
 json breakdown_json(const compare::Breakdown& b) {
   json phases = json::array(), ops = json::array();
   for (const auto& p : b.phases)
-    phases.push_back({{"phase", p.phase}, {"baseline_share", number(p.baseline_share)}, {"variant_share", number(p.variant_share)},
-                      {"baseline_ms", number(p.baseline_ms)}, {"variant_ms", number(p.variant_ms)}});
+    phases.push_back({{"phase", p.phase},
+                      {"baseline_share", number(p.baseline_share)},
+                      {"variant_share", number(p.variant_share)},
+                      {"baseline_ms", number(p.baseline_ms)},
+                      {"variant_ms", number(p.variant_ms)}});
   for (const auto& o : b.ops)
-    ops.push_back({{"name", o.name}, {"baseline_ms", number(o.baseline_ms)}, {"variant_ms", number(o.variant_ms)},
-                   {"baseline_calls", number(o.baseline_calls)}, {"variant_calls", number(o.variant_calls)}});
+    ops.push_back({{"name", o.name},
+                   {"baseline_ms", number(o.baseline_ms)},
+                   {"variant_ms", number(o.variant_ms)},
+                   {"baseline_calls", number(o.baseline_calls)},
+                   {"variant_calls", number(o.variant_calls)}});
   return {{"phases", phases}, {"ops", ops}, {"findings", b.findings}};
 }
 
@@ -55,8 +70,11 @@ json arm_json(const compare::ArmResult& a) {
           {"tokens_per_sec", number(a.tokens_per_sec)},
           {"tokens_per_sec_ci", {number(a.tokens_per_sec_ci_lo), number(a.tokens_per_sec_ci_hi)}},
           {"mfu", a.mfu ? number(*a.mfu) : json("unknown")},
-          {"step_ms", {{"p50", number(a.step_ms.p50)}, {"p95", number(a.step_ms.p95)},
-                       {"p99", number(a.step_ms.p99)}, {"mean", number(a.step_ms.mean)}}},
+          {"step_ms",
+           {{"p50", number(a.step_ms.p50)},
+            {"p95", number(a.step_ms.p95)},
+            {"p99", number(a.step_ms.p99)},
+            {"mean", number(a.step_ms.mean)}}},
           {"peak_memory_bytes", a.peak_memory_bytes},
           {"phase_share", phases},
           {"phase_ms", ms_map(a.phase_ms)},
@@ -69,7 +87,10 @@ json arm_json(const compare::ArmResult& a) {
 
 json delta_json(const compare::Delta& d) {
   if (!d.known)
-    return {{"value", nullptr}, {"ci", nullptr}, {"p_value", nullptr}, {"significant", false},
+    return {{"value", nullptr},
+            {"ci", nullptr},
+            {"p_value", nullptr},
+            {"significant", false},
             {"wording", d.wording.empty() ? "unknown" : d.wording}};
   return {{"value", number(d.point)},
           {"ci", {number(d.ci_lo), number(d.ci_hi)}},
@@ -81,8 +102,12 @@ json delta_json(const compare::Delta& d) {
 json alignment_json(const compare::Alignment& a) {
   json band = nullptr;
   if (a.band)
-    band = {{"seeds", a.band->seeds}, {"losses", nums(a.band->losses)}, {"half_width", number(a.band->half_width)},
-            {"lo", number(a.band->lo)}, {"hi", number(a.band->hi)}, {"inside", a.band->inside}};
+    band = {{"seeds", a.band->seeds},
+            {"losses", nums(a.band->losses)},
+            {"half_width", number(a.band->half_width)},
+            {"lo", number(a.band->lo)},
+            {"hi", number(a.band->hi)},
+            {"inside", a.band->inside}};
   return {{"class", a.klass},
           {"check_step", a.check_step},
           {"baseline_loss", number(a.baseline_loss)},
@@ -90,7 +115,8 @@ json alignment_json(const compare::Alignment& a) {
           {"abs_diff", number(a.abs_diff)},
           {"tolerance", number(a.tolerance)},
           {"aligned", a.aligned},
-          {"first_divergent_step", a.first_divergent_step == 0 ? json(nullptr) : json(a.first_divergent_step)},
+          {"first_divergent_step",
+           a.first_divergent_step == 0 ? json(nullptr) : json(a.first_divergent_step)},
           {"max_abs_diff", number(a.max_abs_diff)},
           {"baseline_rounded", a.baseline_rounded},
           {"variant_rounded", a.variant_rounded},
@@ -122,9 +148,11 @@ json to_json(const compare::CompareResult& r) {
                 {"p99_ms_pct", delta_json(r.delta.p99_ms_pct)},
                 {"memory_pct", opt(r.delta.memory_pct)}};
   json changes = json::array();
-  for (const auto& c : r.changes) changes.push_back({{"key", c.key}, {"baseline", c.before}, {"variant", c.after}});
+  for (const auto& c : r.changes)
+    changes.push_back({{"key", c.key}, {"baseline", c.before}, {"variant", c.after}});
   json checks = json::array();
-  for (const auto& c : r.checks) checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+  for (const auto& c : r.checks)
+    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
   return {{"verdict", r.verdict},
           {"exit_code", r.exit_code},
           {"mode", r.mode},
@@ -140,8 +168,11 @@ json to_json(const compare::CompareResult& r) {
           {"breakdown", breakdown_json(r.breakdown)},
           {"policy", policy_json(r.policy)},
           {"policy_source", r.policy_source},
-          {"determinism", {{"checked", r.determinism.checked}, {"baseline_ok", r.determinism.baseline_ok},
-                           {"variant_ok", r.determinism.variant_ok}, {"detail", r.determinism.detail}}},
+          {"determinism",
+           {{"checked", r.determinism.checked},
+            {"baseline_ok", r.determinism.baseline_ok},
+            {"variant_ok", r.determinism.variant_ok},
+            {"detail", r.determinism.detail}}},
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},

@@ -36,7 +36,8 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
     << "  <testsuite name=\"lockstep.gate\"" << counts << ">\n"
     << "    <properties>\n";
   auto property = [&](const std::string& name, const std::string& value) {
-    o << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value) << "\"/>\n";
+    o << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value)
+      << "\"/>\n";
   };
   property("verdict", r.verdict);
   property("exit_code", std::to_string(r.exit_code));
@@ -46,12 +47,13 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
   o << "    </properties>\n";
   for (const auto& c : r.checks) {
-    o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name) << "\" time=\"0\"";
+    o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name)
+      << "\" time=\"0\"";
     if (c.passed) {
       o << ">\n      <system-out>" << xml_escape(c.detail) << "</system-out>\n    </testcase>\n";
     } else {
-      o << ">\n      <failure message=\"" << xml_escape(c.detail) << "\" type=\"gate\">" << xml_escape(c.detail)
-        << "</failure>\n    </testcase>\n";
+      o << ">\n      <failure message=\"" << xml_escape(c.detail) << "\" type=\"gate\">"
+        << xml_escape(c.detail) << "</failure>\n    </testcase>\n";
     }
   }
   if (!r.failed_arm.empty())

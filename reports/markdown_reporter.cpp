@@ -10,11 +10,22 @@ std::string markdown_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '#': out += '\\'; out += c; break;
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '|':
+      case '#':
+        out += '\\';
+        out += c;
+        break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
-      case '\n': case '\r': out += ' '; break;
+      case '\n':
+      case '\r': out += ' '; break;
       default: out += c;
     }
   }
@@ -27,9 +38,12 @@ namespace {
 std::string code(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return (out.find('`') == std::string::npos ? "`" + out + "`" : "`` " + out + " ``");
 }
@@ -40,11 +54,12 @@ std::string row(const std::vector<std::string>& cells) {
   return out + "\n";
 }
 
-std::string delta_row(const std::string& metric, const std::string& b, const std::string& v, const compare::Delta& d,
-                      const std::string& unit) {
+std::string delta_row(const std::string& metric, const std::string& b, const std::string& v,
+                      const compare::Delta& d, const std::string& unit) {
   std::string delta = text::delta_value(d, unit);
   if (d.known && d.significant) delta = "**" + delta + "**";
-  return row({metric, b, v, delta, text::delta_ci(d, unit), text::p_value(d), d.known ? markdown_escape(d.wording) : ""});
+  return row({metric, b, v, delta, text::delta_ci(d, unit), text::p_value(d),
+              d.known ? markdown_escape(d.wording) : ""});
 }
 
 }  // namespace
@@ -55,27 +70,33 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   const bool pass = r.verdict == "pass";
   o << "## " << (pass ? "✅" : "❌") << " Lockstep: " << (pass ? "PASS" : "FAIL") << " — "
     << markdown_escape(r.variant.name) << " vs " << markdown_escape(r.baseline.name) << "\n\n";
-  o << "exit " << r.exit_code << " · mode " << markdown_escape(r.mode) << " · " << r.repeats << " repeats per arm · "
-    << fixed(r.wall_seconds, 1) << " s\n\n";
+  o << "exit " << r.exit_code << " · mode " << markdown_escape(r.mode) << " · " << r.repeats
+    << " repeats per arm · " << fixed(r.wall_seconds, 1) << " s\n\n";
   for (const auto& w : r.warnings) o << "> ⚠️ " << markdown_escape(w) << "\n";
-  if (r.too_few_repeats) o << "> ⚠️ too few repeats for a significance test: deltas are indicative only\n";
+  if (r.too_few_repeats)
+    o << "> ⚠️ too few repeats for a significance test: deltas are indicative only\n";
   if (!r.warnings.empty() || r.too_few_repeats) o << "\n";
   if (!r.failed_arm.empty())
-    o << "**Run failed:** " << markdown_escape(r.failed_arm) << " — " << markdown_escape(r.failure) << "\n\n";
+    o << "**Run failed:** " << markdown_escape(r.failed_arm) << " — " << markdown_escape(r.failure)
+      << "\n\n";
 
   o << row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
   if (r.changes.empty()) o << row({"(none)", "", "", ""});
-  for (const auto& c : r.changes) o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
+  for (const auto& c : r.changes)
+    o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
 
   const auto& a = r.alignment;
-  o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step << "): "
-    << (a.aligned ? "✅ aligned" : "❌ not aligned");
+  o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step
+    << "): " << (a.aligned ? "✅ aligned" : "❌ not aligned");
   if (!a.explanation.empty()) o << " — " << markdown_escape(a.explanation);
   o << "\n\nLoss reference: " << markdown_escape(r.loss_reference);
-  o << "\n\n" << row({"", "Baseline", "Variant", "\\|Δ\\|", "Tolerance", "Max \\|Δ\\|", "First divergent step"})
+  o << "\n\n"
+    << row({"", "Baseline", "Variant", "\\|Δ\\|", "Tolerance", "Max \\|Δ\\|",
+            "First divergent step"})
     << "|---|--:|--:|--:|--:|--:|--:|\n"
-    << row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6), fixed(a.tolerance, 6),
-            fixed(a.max_abs_diff, 6), a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
+    << row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6),
+            fixed(a.tolerance, 6), fixed(a.max_abs_diff, 6),
+            a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
   if (a.band)
     o << "\nSeed band: " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4) << " (half-width "
       << fixed(a.band->half_width, 6) << ", " << a.band->seeds.size() << " seeds); variant "
@@ -84,27 +105,33 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   const auto& b = r.baseline;
   const auto& v = r.variant;
   o << "\n**Performance** (medians, 95% bootstrap CI, Mann-Whitney p; bold = significant)\n\n"
-    << row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""}) << "|---|--:|--:|--:|--:|--:|---|\n"
-    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0), r.delta.tokens_per_sec_pct, "%")
+    << row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
+    << "|---|--:|--:|--:|--:|--:|---|\n"
+    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                 r.delta.tokens_per_sec_pct, "%")
     << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2), r.delta.p50_ms_pct, "%")
-    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2), r.delta.p99_ms_pct, "%")
+    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                 r.delta.p50_ms_pct, "%")
+    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                 r.delta.p99_ms_pct, "%")
     << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
             human_bytes(static_cast<double>(v.peak_memory_bytes)),
-            r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "", ""});
+            r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "",
+            ""});
 
   if (!r.breakdown.phases.empty()) {
-    o << "\n**Where the time went** (baseline " << markdown_escape(r.baseline.bound) << ", variant " << markdown_escape(r.variant.bound)
-      << ")\n\n";
+    o << "\n**Where the time went** (baseline " << markdown_escape(r.baseline.bound) << ", variant "
+      << markdown_escape(r.variant.bound) << ")\n\n";
     for (const auto& f : r.breakdown.findings) o << "- " << markdown_escape(f) << "\n";
     o << "\n" << row({"Phase", "Baseline", "Variant"}) << "|---|--:|--:|\n";
     for (const auto& p : r.breakdown.phases)
       o << row({p.phase, fixed(p.baseline_ms, 2) + " ms (" + text::percent(p.baseline_share) + ")",
                 fixed(p.variant_ms, 2) + " ms (" + text::percent(p.variant_share) + ")"});
-    o << "\n<details><summary>Top operators (self ms/step)</summary>\n\n" << row({"Operator", "Baseline", "Variant", "Δ"})
-      << "|---|--:|--:|--:|\n";
+    o << "\n<details><summary>Top operators (self ms/step)</summary>\n\n"
+      << row({"Operator", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
     for (const auto& op : r.breakdown.ops)
-      o << row({code(op.name), fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3), text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
+      o << row({code(op.name), fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3),
+                text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
     o << "\n</details>\n";
   }
   o << "\n**Checks**\n\n" << row({"", "Check", "Detail"}) << "|---|---|---|\n";
@@ -112,8 +139,10 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << row({c.passed ? "✅" : "❌", markdown_escape(c.name), markdown_escape(c.detail)});
   if (r.checks.empty()) o << row({"", "(none ran)", ""});
 
-  o << "\n<details><summary>Policy" << (r.policy_source.empty() ? "" : " (" + markdown_escape(r.policy_source) + ")")
-    << "</summary>\n\n```text\n" << r.policy.describe() << "\n```\n\n</details>\n";
+  o << "\n<details><summary>Policy"
+    << (r.policy_source.empty() ? "" : " (" + markdown_escape(r.policy_source) + ")")
+    << "</summary>\n\n```text\n"
+    << r.policy.describe() << "\n```\n\n</details>\n";
   return o.str();
 }
 

@@ -37,7 +37,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     std::string tmpl = (fs::temp_directory_path() / "lockstep-plot-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot create a temp folder: " + std::string(std::strerror(errno)));
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw std::runtime_error("cannot create a temp folder: " + std::string(std::strerror(errno)));
     path = tmpl;
   }
   ~TempDir() {
@@ -98,21 +99,27 @@ std::string run_process(const std::vector<std::string>& argv, const fs::path& lo
   std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
                                       : "signal " + std::to_string(WTERMSIG(status));
   // posix_spawnp reports a missing program as exit 127 from the child on some libcs.
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output.empty()) return argv[0] + ": not found";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && output.empty())
+    return argv[0] + ": not found";
   return argv[0] + " failed (" + how + ")" + (output.empty() ? "" : ": " + output);
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 std::string xml_text(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -126,21 +133,24 @@ void dedupe_ids(std::string& svg) {
     size_t close = svg.find(svg[open], open + 1);
     if (close == std::string::npos) return;
     std::string value = svg.substr(open + 1, close - open - 1);
-    for (int n = 2; !seen.insert(value).second; ++n) value = svg.substr(open + 1, close - open - 1) + "-" + std::to_string(n);
+    for (int n = 2; !seen.insert(value).second; ++n)
+      value = svg.substr(open + 1, close - open - 1) + "-" + std::to_string(n);
     svg.replace(open + 1, close - open - 1, value);
   }
 }
 
 // Drops gnuplot's per-curve <title>gnuplot_plot_N</title> tooltips.
 void drop_curve_titles(std::string& svg) {
-  for (size_t at = svg.find("<title>gnuplot_plot_"); at != std::string::npos; at = svg.find("<title>gnuplot_plot_", at)) {
+  for (size_t at = svg.find("<title>gnuplot_plot_"); at != std::string::npos;
+       at = svg.find("<title>gnuplot_plot_", at)) {
     size_t end = svg.find("</title>", at);
     if (end == std::string::npos) return;
     svg.erase(at, end + 8 - at);
   }
 }
 
-// gnuplot's SVG as an element to inline: no prolog/DOCTYPE, ids unique on the page, a meaningful <title>.
+// gnuplot's SVG as an element to inline: no prolog/DOCTYPE, ids unique on the page, a meaningful
+// <title>.
 std::string inline_svg(std::string svg, const std::string& id, const std::string& title) {
   size_t start = svg.find("<svg");
   if (start == std::string::npos) return "";
@@ -165,7 +175,8 @@ std::string value(double x) {
 }
 
 std::string arm_title(const compare::ArmResult& a, const std::string& fallback) {
-  return gnuplot_quote(a.name.empty() || a.name == fallback ? fallback : fallback + " (" + a.name + ")");
+  return gnuplot_quote(a.name.empty() || a.name == fallback ? fallback
+                                                            : fallback + " (" + a.name + ")");
 }
 
 const std::string kStyle =
@@ -186,27 +197,34 @@ std::string gnuplot_binary() {
 std::string gnuplot_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "''";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '\'')
+      out += "''";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return out + "'";
 }
 
-Plot run_gnuplot(const std::string& body, const std::map<std::string, std::string>& data, const std::string& id,
-                 const std::string& title) {
+Plot run_gnuplot(const std::string& body, const std::map<std::string, std::string>& data,
+                 const std::string& id, const std::string& title) {
   try {
     TempDir dir;
     for (const auto& [name, content] : data) util::write_atomic(dir.path / name, content);
-    std::string script = "cd " + gnuplot_quote(dir.path.string()) +
-                         "\nset terminal svg size 640,340 dynamic noenhanced font 'sans,12' background rgb 'white'\n"
-                         "set output 'plot.svg'\n" + kStyle + body + "\nunset output\n";
+    std::string script =
+        "cd " + gnuplot_quote(dir.path.string()) +
+        "\nset terminal svg size 640,340 dynamic noenhanced font 'sans,12' background rgb 'white'\n"
+        "set output 'plot.svg'\n" +
+        kStyle + body + "\nunset output\n";
     util::write_atomic(dir.path / "plot.gp", script);
-    std::string err = run_process({gnuplot_binary(), (dir.path / "plot.gp").string()}, dir.path / "gnuplot.log");
+    std::string err =
+        run_process({gnuplot_binary(), (dir.path / "plot.gp").string()}, dir.path / "gnuplot.log");
     if (!err.empty()) return {"", err};
     if (!fs::exists(dir.path / "plot.svg")) return {"", "gnuplot wrote no SVG"};
     std::string svg = inline_svg(util::read_file(dir.path / "plot.svg"), id, title);
-    if (svg.empty() || svg.find("</svg>") == std::string::npos) return {"", "gnuplot wrote an incomplete SVG"};
+    if (svg.empty() || svg.find("</svg>") == std::string::npos)
+      return {"", "gnuplot wrote an incomplete SVG"};
     return {svg, ""};
   } catch (const std::exception& e) {
     return {"", e.what()};
@@ -219,14 +237,16 @@ Plot loss_curves_plot(const compare::CompareResult& r) {
   if (!any_finite(b) && !any_finite(v)) return {"", "no finite loss values recorded"};
   std::string d;
   for (size_t i = 0; i < std::max(b.size(), v.size()); ++i)
-    d += std::to_string(i + 1) + " " + (i < b.size() ? value(b[i]) : "?") + " " + (i < v.size() ? value(v[i]) : "?") + "\n";
+    d += std::to_string(i + 1) + " " + (i < b.size() ? value(b[i]) : "?") + " " +
+         (i < v.size() ? value(v[i]) : "?") + "\n";
   std::string s = "set xlabel 'step'\nset ylabel 'loss'\n";
   if (r.alignment.check_step > 0)
-    s += "set arrow from " + std::to_string(r.alignment.check_step) +
-         ", graph 0 to " + std::to_string(r.alignment.check_step) + ", graph 1 nohead dt 3 lc rgb '#888888'\n";
-  s += std::string("plot 'loss.dat' using 1:2 with lines lw 2 lc rgb '") + kBaselineColor + "' title " +
-       arm_title(r.baseline, "baseline") + ", 'loss.dat' using 1:3 with lines lw 2 dt (8,5) lc rgb '" + kVariantColor +
-       "' title " + arm_title(r.variant, "variant");
+    s += "set arrow from " + std::to_string(r.alignment.check_step) + ", graph 0 to " +
+         std::to_string(r.alignment.check_step) + ", graph 1 nohead dt 3 lc rgb '#888888'\n";
+  s += std::string("plot 'loss.dat' using 1:2 with lines lw 2 lc rgb '") + kBaselineColor +
+       "' title " + arm_title(r.baseline, "baseline") +
+       ", 'loss.dat' using 1:3 with lines lw 2 dt (8,5) lc rgb '" + kVariantColor + "' title " +
+       arm_title(r.variant, "variant");
   return run_gnuplot(s, {{"loss.dat", d}}, "loss", "loss curves");
 }
 
@@ -244,24 +264,28 @@ Plot loss_difference_plot(const compare::CompareResult& r) {
   const auto& a = r.alignment;
   const bool band = a.band.has_value();
   double allowed = band ? a.band->half_width : a.tolerance;
-  std::string s = "set xlabel 'step'\nset ylabel 'loss(variant) - loss(baseline)'\nset format y '%g'\n"
-                  "set offsets 0, 0, graph 0.35, graph 0.08\n";
-  std::string plot = "plot 'diff.dat' using 1:2 with lines lw 2 lc rgb '#5f3dc4' title 'difference'";
+  std::string s =
+      "set xlabel 'step'\nset ylabel 'loss(variant) - loss(baseline)'\nset format y '%g'\n"
+      "set offsets 0, 0, graph 0.35, graph 0.08\n";
+  std::string plot =
+      "plot 'diff.dat' using 1:2 with lines lw 2 lc rgb '#5f3dc4' title 'difference'";
   if (std::isfinite(allowed) && allowed > 0) {
     plot += ", " + value(allowed) + " with lines dt 2 lw 1.5 lc rgb '#2b8a3e' title " +
-            gnuplot_quote(band ? "+/- seed band half-width" : "+/- tolerance") + ", " + value(-allowed) +
-            " with lines dt 2 lw 1.5 lc rgb '#2b8a3e' notitle";
+            gnuplot_quote(band ? "+/- seed band half-width" : "+/- tolerance") + ", " +
+            value(-allowed) + " with lines dt 2 lw 1.5 lc rgb '#2b8a3e' notitle";
   }
   plot += ", 0 with lines lc rgb '#999999' notitle";
   if (a.check_step > 0)
-    s += "set arrow from " + std::to_string(a.check_step) + ", graph 0 to " + std::to_string(a.check_step) +
-         ", graph 1 nohead dt 3 lc rgb '#888888'\n";
+    s += "set arrow from " + std::to_string(a.check_step) + ", graph 0 to " +
+         std::to_string(a.check_step) + ", graph 1 nohead dt 3 lc rgb '#888888'\n";
   return run_gnuplot(s + plot, {{"diff.dat", d}}, "lossdiff", "loss difference");
 }
 
 Plot latency_plot(const compare::CompareResult& r) {
   std::map<std::string, std::string> data;
-  std::string s = "set xlabel 'step latency (ms)'\nset ylabel 'fraction of steps'\nset yrange [0:1.08]\nset key bottom right\n";
+  std::string s =
+      "set xlabel 'step latency (ms)'\nset ylabel 'fraction of steps'\nset yrange [0:1.08]\nset "
+      "key bottom right\n";
   std::string plot;
   int label = 0;
   for (const auto* arm : {&r.baseline, &r.variant}) {
@@ -273,22 +297,29 @@ Plot latency_plot(const compare::CompareResult& r) {
     if (pooled.empty()) continue;
     std::sort(pooled.begin(), pooled.end());
     std::string d = value(pooled.front()) + " 0\n";
-    for (size_t i = 0; i < pooled.size(); ++i) d += value(pooled[i]) + " " + value(double(i + 1) / pooled.size()) + "\n";
+    for (size_t i = 0; i < pooled.size(); ++i)
+      d += value(pooled[i]) + " " + value(double(i + 1) / pooled.size()) + "\n";
     const std::string file = is_base ? "ecdf_b.dat" : "ecdf_v.dat";
     const std::string color = is_base ? kBaselineColor : kVariantColor;
     data[file] = d;
-    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + file + "' using 1:2 with steps lw 2 lc rgb '" + color +
-            "'" + (is_base ? "" : " dt (8,5)") + " title " + arm_title(*arm, is_base ? "baseline" : "variant");
+    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + file +
+            "' using 1:2 with steps lw 2 lc rgb '" + color + "'" + (is_base ? "" : " dt (8,5)") +
+            " title " + arm_title(*arm, is_base ? "baseline" : "variant");
     // P50 and P99 as marked points with their values.
-    struct Mark { const char* name; double x, y; };
-    for (const Mark& m : {Mark{"P50", arm->step_ms.p50, 0.5}, Mark{"P99", arm->step_ms.p99, 0.99}}) {
+    struct Mark {
+      const char* name;
+      double x, y;
+    };
+    for (const Mark& m :
+         {Mark{"P50", arm->step_ms.p50, 0.5}, Mark{"P99", arm->step_ms.p99, 0.99}}) {
       const std::string q = m.name;
       const double x = m.x, y = m.y;
       if (!std::isfinite(x)) continue;
       s += "set label " + std::to_string(++label) + " " +
-           gnuplot_quote(std::string(q) + " " + value(std::round(x * 100) / 100)) + " at " + value(x) + "," + value(y) +
-           (is_base ? " right offset -0.8,0.6" : " left offset 0.8,-0.6") + " point pt 7 ps 0.9 lc rgb '" + color +
-           "' tc rgb '" + color + "'\n";
+           gnuplot_quote(std::string(q) + " " + value(std::round(x * 100) / 100)) + " at " +
+           value(x) + "," + value(y) +
+           (is_base ? " right offset -0.8,0.6" : " left offset 0.8,-0.6") +
+           " point pt 7 ps 0.9 lc rgb '" + color + "' tc rgb '" + color + "'\n";
     }
   }
   if (plot.empty()) return {"", "no timed steps recorded"};
@@ -312,22 +343,26 @@ Plot throughput_plot(const compare::CompareResult& r) {
     }
     if (std::isfinite(arm->tokens_per_sec)) {
       data["median_" + tag + ".dat"] = std::to_string(x) + " " + value(arm->tokens_per_sec) + " " +
-                                       value(arm->tokens_per_sec_ci_lo) + " " + value(arm->tokens_per_sec_ci_hi) + "\n";
+                                       value(arm->tokens_per_sec_ci_lo) + " " +
+                                       value(arm->tokens_per_sec_ci_hi) + "\n";
       plot += std::string(plot.empty() ? "plot " : ", ") + "'median_" + tag +
               ".dat' using 1:2:3:4 with yerrorbars pt 7 ps 1.4 lw 2 lc rgb '" + color + "' title " +
               gnuplot_quote(std::string(is_base ? "baseline" : "variant") + " median, 95% CI");
     }
     if (!reps.empty()) {
       data["reps_" + tag + ".dat"] = reps;
-      plot += std::string(plot.empty() ? "plot " : ", ") + "'reps_" + tag + ".dat' using 1:2 with points pt 6 ps 1 lc rgb '" +
-              color + "' title " + gnuplot_quote(std::string(is_base ? "baseline" : "variant") + " repeats");
+      plot += std::string(plot.empty() ? "plot " : ", ") + "'reps_" + tag +
+              ".dat' using 1:2 with points pt 6 ps 1 lc rgb '" + color + "' title " +
+              gnuplot_quote(std::string(is_base ? "baseline" : "variant") + " repeats");
     }
   }
   if (plot.empty()) return {"", "no throughput measured"};
-  std::string s = "set ylabel 'tokens/s'\nset xrange [0.5:2.7]\nset xtics (" +
-                  gnuplot_quote(r.baseline.name.empty() ? "baseline" : "baseline: " + r.baseline.name) + " 1, " +
-                  gnuplot_quote(r.variant.name.empty() ? "variant" : "variant: " + r.variant.name) +
-                  " 2)\nset grid noxtics\nset offsets 0, 0, graph 0.15, graph 0.15\nset key outside bottom center horizontal\n";
+  std::string s =
+      "set ylabel 'tokens/s'\nset xrange [0.5:2.7]\nset xtics (" +
+      gnuplot_quote(r.baseline.name.empty() ? "baseline" : "baseline: " + r.baseline.name) +
+      " 1, " + gnuplot_quote(r.variant.name.empty() ? "variant" : "variant: " + r.variant.name) +
+      " 2)\nset grid noxtics\nset offsets 0, 0, graph 0.15, graph 0.15\nset key outside bottom "
+      "center horizontal\n";
   return run_gnuplot(s + plot, data, "throughput", "throughput per arm");
 }
 

@@ -11,7 +11,8 @@
 namespace lockstep::reports {
 
 struct Plot {
-  std::string svg;    // "<svg ...>...</svg>" ready to inline (no XML prolog, ids prefixed); empty on failure
+  std::string
+      svg;  // "<svg ...>...</svg>" ready to inline (no XML prolog, ids prefixed); empty on failure
   std::string error;  // why there is no plot; empty on success
   bool ok() const { return !svg.empty(); }
 };
@@ -22,13 +23,15 @@ std::string gnuplot_binary();
 // Runs gnuplot on `body` in a fresh temp folder holding `data` (file name -> content) as the
 // working directory; the terminal and output are set up before `body`. `id` prefixes every id in
 // the SVG so several plots can share one page; `title` becomes its <title>. Never throws.
-Plot run_gnuplot(const std::string& body, const std::map<std::string, std::string>& data, const std::string& id,
-                 const std::string& title);
+Plot run_gnuplot(const std::string& body, const std::map<std::string, std::string>& data,
+                 const std::string& id, const std::string& title);
 
-Plot loss_curves_plot(const compare::CompareResult& r);      // both loss curves vs step
-Plot loss_difference_plot(const compare::CompareResult& r);  // variant - baseline, with the allowed band
-Plot latency_plot(const compare::CompareResult& r);          // ECDF of pooled step_ms, P50/P99 marked
-Plot throughput_plot(const compare::CompareResult& r);       // median tokens/s with CI, repeats as points
+Plot loss_curves_plot(const compare::CompareResult& r);  // both loss curves vs step
+Plot loss_difference_plot(
+    const compare::CompareResult& r);                // variant - baseline, with the allowed band
+Plot latency_plot(const compare::CompareResult& r);  // ECDF of pooled step_ms, P50/P99 marked
+Plot throughput_plot(
+    const compare::CompareResult& r);  // median tokens/s with CI, repeats as points
 
 // A gnuplot string literal (single quotes; quotes doubled).
 std::string gnuplot_quote(const std::string& s);

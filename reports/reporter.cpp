@@ -29,7 +29,8 @@ const std::vector<std::string>& report_formats() {
   return formats;
 }
 
-std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r, const std::filesystem::path& dir) {
+std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r,
+                                                 const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> paths;
   for (const auto& f : report_formats()) {
     auto reporter = make_reporter(f);

@@ -28,18 +28,19 @@ std::unique_ptr<Reporter> make_reporter(const std::string& format);
 const std::vector<std::string>& report_formats();
 
 // Writes every file report into dir atomically (util::write_atomic) and returns their paths.
-std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r, const std::filesystem::path& dir);
+std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r,
+                                                 const std::filesystem::path& dir);
 
 // Shared wording for the human-readable formats, so console, markdown and html agree.
 namespace text {
-std::string fixed(double x, int decimals);                                // "n/a" when non-finite
+std::string fixed(double x, int decimals);                                  // "n/a" when non-finite
 std::string signed_fixed(double x, int decimals, const std::string& unit);  // "+9.0%"
 std::string percent(std::optional<double> share);  // MFU-style 0..1 share: "31.2%", or "unknown"
 std::string delta_value(const compare::Delta& d, const std::string& unit);  // "+9.0%" | "unknown"
-std::string delta_ci(const compare::Delta& d, const std::string& unit);     // "[+7.1%, +10.8%]" | "-"
-std::string p_value(const compare::Delta& d);                               // "0.008" | "<0.001" | "-"
-std::string knob_name(config::Knob k);                                      // "exact", "approximate", ...
-std::vector<std::string> lines(const std::string& s);                       // split on '\n', no empties
+std::string delta_ci(const compare::Delta& d, const std::string& unit);  // "[+7.1%, +10.8%]" | "-"
+std::string p_value(const compare::Delta& d);                            // "0.008" | "<0.001" | "-"
+std::string knob_name(config::Knob k);                 // "exact", "approximate", ...
+std::vector<std::string> lines(const std::string& s);  // split on '\n', no empties
 }  // namespace text
 
 }  // namespace lockstep::reports

@@ -26,22 +26,28 @@ void print_run_summary(std::ostream& os, const RunSummary& s, const std::filesys
     os << buf;
   }
   os << "\n";
-  std::snprintf(buf, sizeof buf, "  tokens/s        %.0f over %lld timed steps\n", s.tokens_per_sec, static_cast<long long>(s.timed_steps));
+  std::snprintf(buf, sizeof buf, "  tokens/s        %.0f over %lld timed steps\n", s.tokens_per_sec,
+                static_cast<long long>(s.timed_steps));
   os << buf;
-  if (s.mfu) std::snprintf(buf, sizeof buf, "  MFU             %.1f%% of %.1f GFLOP/s (%s)\n", 100 * *s.mfu, *s.peak_flops / 1e9, s.peak_flops_source.c_str());
-  else std::snprintf(buf, sizeof buf, "  MFU             unknown (%s)\n", s.peak_flops_source.c_str());
+  if (s.mfu)
+    std::snprintf(buf, sizeof buf, "  MFU             %.1f%% of %.1f GFLOP/s (%s)\n", 100 * *s.mfu,
+                  *s.peak_flops / 1e9, s.peak_flops_source.c_str());
+  else
+    std::snprintf(buf, sizeof buf, "  MFU             unknown (%s)\n", s.peak_flops_source.c_str());
   os << buf;
-  std::snprintf(buf, sizeof buf, "  step ms         P50 %.2f  P95 %.2f  P99 %.2f\n", s.step_ms.p50, s.step_ms.p95, s.step_ms.p99);
+  std::snprintf(buf, sizeof buf, "  step ms         P50 %.2f  P95 %.2f  P99 %.2f\n", s.step_ms.p50,
+                s.step_ms.p95, s.step_ms.p99);
   os << buf;
   os << "  time            ";
   for (const auto& p : phase_names()) {
     auto it = s.phase_share.find(p);
-    std::snprintf(buf, sizeof buf, "%s %.0f%%  ", p.c_str(), it == s.phase_share.end() ? 0.0 : 100 * it->second);
+    std::snprintf(buf, sizeof buf, "%s %.0f%%  ", p.c_str(),
+                  it == s.phase_share.end() ? 0.0 : 100 * it->second);
     os << buf;
   }
   os << "(" << s.bound << ")\n";
-  os << "  peak memory     " << human_bytes(static_cast<double>(s.peak_memory_bytes)) << " tensors, "
-     << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
+  os << "  peak memory     " << human_bytes(static_cast<double>(s.peak_memory_bytes))
+     << " tensors, " << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
   os << "  outputs         " << out.string() << "/{metrics.jsonl,summary.json,config.toml}\n";
 }
 

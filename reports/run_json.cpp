@@ -10,18 +10,16 @@
 namespace lockstep::reports {
 using nlohmann::json;
 
-json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+json num(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
 double num_or_nan(const json& j) {
   return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
 }
 
 json to_json(const StepRecord& r) {
-  json j{{"step", r.step},
-         {"loss", num(r.loss)},
-         {"grad_norm", num(r.grad_norm)},
-         {"lr", r.lr},
-         {"tokens", r.tokens},
-         {"step_ms", r.step_ms},
+  json j{{"step", r.step},  {"loss", num(r.loss)}, {"grad_norm", num(r.grad_norm)},
+         {"lr", r.lr},      {"tokens", r.tokens},  {"step_ms", r.step_ms},
          {"timed", r.timed}};
   for (const auto& p : phase_names()) {
     auto it = r.phase_ms.find(p);
@@ -78,7 +76,11 @@ json to_json(const RunSummary& s) {
          {"timed_steps", s.timed_steps},
          {"final_loss", num(s.final_loss)},
          {"tokens_per_sec", num(s.tokens_per_sec)},
-         {"step_ms", {{"p50", s.step_ms.p50}, {"p95", s.step_ms.p95}, {"p99", s.step_ms.p99}, {"mean", s.step_ms.mean}}},
+         {"step_ms",
+          {{"p50", s.step_ms.p50},
+           {"p95", s.step_ms.p95},
+           {"p99", s.step_ms.p99},
+           {"mean", s.step_ms.mean}}},
          {"flops_per_token", s.flops_per_token},
          {"mfu_formula", s.mfu_formula},
          {"peak_memory_bytes", s.peak_memory_bytes},
@@ -94,7 +96,8 @@ json to_json(const RunSummary& s) {
          {"environment", s.env}};
   json ops = json::array();
   for (const auto& o : s.top_ops)
-    ops.push_back({{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
+    ops.push_back(
+        {{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
   j["top_ops"] = ops;
   j["profiled_steps"] = s.profiled_steps;
   j["mfu"] = s.mfu ? num(*s.mfu) : json("unknown");
@@ -121,15 +124,18 @@ RunSummary summary_from_json(const json& j) {
   s.tokens_per_sec = num_or_nan(j.value("tokens_per_sec", json()));
   if (j.contains("step_ms")) {
     const auto& p = j["step_ms"];
-    s.step_ms = Percentiles{num_or_nan(p.value("p50", json())), num_or_nan(p.value("p95", json())),
-                            num_or_nan(p.value("p99", json())), num_or_nan(p.value("mean", json()))};
+    s.step_ms =
+        Percentiles{num_or_nan(p.value("p50", json())), num_or_nan(p.value("p95", json())),
+                    num_or_nan(p.value("p99", json())), num_or_nan(p.value("mean", json()))};
   }
   s.flops_per_token = j.value("flops_per_token", 0.0);
   s.mfu_formula = j.value("mfu_formula", "");
   if (j.contains("mfu") && j["mfu"].is_number()) s.mfu = j["mfu"].get<double>();
-  if (j.contains("peak_flops") && j["peak_flops"].is_number()) s.peak_flops = j["peak_flops"].get<double>();
+  if (j.contains("peak_flops") && j["peak_flops"].is_number())
+    s.peak_flops = j["peak_flops"].get<double>();
   s.peak_flops_source = j.value("peak_flops_source", "");
-  if (j.contains("loss_floor") && j["loss_floor"].is_number()) s.loss_floor = j["loss_floor"].get<double>();
+  if (j.contains("loss_floor") && j["loss_floor"].is_number())
+    s.loss_floor = j["loss_floor"].get<double>();
   s.peak_memory_bytes = j.value("peak_memory_bytes", int64_t{0});
   s.peak_rss_bytes = j.value("peak_rss_bytes", int64_t{0});
   s.memory.param_bytes_per_rank = j.value("param_bytes_per_rank", int64_t{0});
@@ -137,13 +143,16 @@ RunSummary summary_from_json(const json& j) {
   s.memory.optimizer_state_bytes_per_rank = j.value("optimizer_state_bytes_per_rank", int64_t{0});
   s.comm_bytes_per_step = j.value("comm_bytes_per_step", 0.0);
   s.overflow_skips = j.value("overflow_skips", int64_t{0});
-  if (j.contains("phase_share")) s.phase_share = j["phase_share"].get<std::map<std::string, double>>();
-  if (j.contains("phase_ms_mean")) s.phase_ms_mean = j["phase_ms_mean"].get<std::map<std::string, double>>();
+  if (j.contains("phase_share"))
+    s.phase_share = j["phase_share"].get<std::map<std::string, double>>();
+  if (j.contains("phase_ms_mean"))
+    s.phase_ms_mean = j["phase_ms_mean"].get<std::map<std::string, double>>();
   s.bound = j.value("bound", "");
   if (j.contains("environment")) s.env = j["environment"].get<std::map<std::string, std::string>>();
   if (j.contains("top_ops"))
     for (const auto& o : j["top_ops"])
-      s.top_ops.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0), o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
+      s.top_ops.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0),
+                                 o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
   s.profiled_steps = j.value("profiled_steps", int64_t{0});
   return s;
 }
@@ -160,7 +169,8 @@ std::vector<StepRecord> read_metrics(const std::filesystem::path& path) {
     try {
       out.push_back(step_from_json(json::parse(line)));
     } catch (const std::exception& e) {
-      throw std::runtime_error(path.string() + ":" + std::to_string(n) + ": unreadable metrics line: " + e.what());
+      throw std::runtime_error(path.string() + ":" + std::to_string(n) +
+                               ": unreadable metrics line: " + e.what());
     }
   }
   return out;

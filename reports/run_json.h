@@ -15,7 +15,8 @@ StepRecord step_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunSummary& s);
 RunSummary summary_from_json(const nlohmann::json& j);
 
-// Reads metrics.jsonl; a torn last line (a crash mid-write) is reported as an error naming the line.
+// Reads metrics.jsonl; a torn last line (a crash mid-write) is reported as an error naming the
+// line.
 std::vector<StepRecord> read_metrics(const std::filesystem::path& path);
 RunSummary read_summary(const std::filesystem::path& path);
 

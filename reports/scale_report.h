@@ -23,6 +23,7 @@ std::string scale_html(const scale::ScaleResult& r);
 Plot scale_plot(const scale::ScaleResult& r);
 
 // Writes report.json, report.md and report.html into dir atomically and returns their paths.
-std::vector<std::filesystem::path> write_scale_reports(const scale::ScaleResult& r, const std::filesystem::path& dir);
+std::vector<std::filesystem::path> write_scale_reports(const scale::ScaleResult& r,
+                                                       const std::filesystem::path& dir);
 
 }  // namespace lockstep::reports

@@ -20,14 +20,17 @@ TEST(CliCases, EveryCaseHoldsItsExitCodeAndOutput) {
     std::vector<std::string> args;
     for (const auto& a : *c["args"].as_array()) {
       std::string s = a.value<std::string>().value();
-      for (size_t p; (p = s.find("{tmp}")) != std::string::npos;) s.replace(p, 5, tmp.path().string());
+      for (size_t p; (p = s.find("{tmp}")) != std::string::npos;)
+        s.replace(p, 5, tmp.path().string());
       args.push_back(s);
     }
     const std::string name = c["name"].value<std::string>().value();
     auto r = run_lockstep(args, tmp.path(), 300);
     EXPECT_EQ(r.exit_code, c["exit"].value<int64_t>().value()) << name << "\n" << r.output;
     const std::string want = c["output"].value<std::string>().value();
-    EXPECT_NE(r.output.find(want), std::string::npos) << name << ": expected to find\n  " << want << "\nin\n" << r.output;
+    EXPECT_NE(r.output.find(want), std::string::npos)
+        << name << ": expected to find\n  " << want << "\nin\n"
+        << r.output;
     ++n;
   }
   EXPECT_GE(n, 10);
@@ -37,18 +40,21 @@ TEST(CliCases, EveryCaseHoldsItsExitCodeAndOutput) {
 
 TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
   TempDir tmp;
-  auto a = run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "a", "--quiet"}, tmp.path());
-  auto b = run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "b", "--quiet"}, tmp.path());
+  auto a =
+      run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "a", "--quiet"}, tmp.path());
+  auto b =
+      run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "b", "--quiet"}, tmp.path());
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto la = losses(tmp.path() / "a" / "metrics.jsonl"), lb = losses(tmp.path() / "b" / "metrics.jsonl");
+  auto la = losses(tmp.path() / "a" / "metrics.jsonl"),
+       lb = losses(tmp.path() / "b" / "metrics.jsonl");
   ASSERT_EQ(la.size(), 200u);
   for (size_t i = 0; i < la.size(); ++i) ASSERT_EQ(la[i], lb[i]) << "step " << i + 1;  // bitwise
   const double ln_v = std::log(512.0);
   EXPECT_NEAR(la.front(), ln_v, 0.1);  // starts at chance
   auto s = read_json(tmp.path() / "a" / "summary.json");
   const double floor = s["loss_floor"].get<double>();
-  EXPECT_LT(la.back(), 0.3 * ln_v);  // far below ln(V): the synthetic data is learned
+  EXPECT_LT(la.back(), 0.3 * ln_v);    // far below ln(V): the synthetic data is learned
   EXPECT_GT(la.back(), floor - 0.05);  // and not below what is achievable
   EXPECT_EQ(s["status"], "ok");
   EXPECT_EQ(s["timed_steps"].get<int>(), 190);  // 200 - 5 warmup - 5 profiled (never timed)
@@ -61,7 +67,8 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
 
 TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
   TempDir tmp;
-  auto r = run_lockstep({"run", "tests/configs/nonfinite.toml", "--out", tmp / "r", "--quiet"}, tmp.path());
+  auto r = run_lockstep({"run", "tests/configs/nonfinite.toml", "--out", tmp / "r", "--quiet"},
+                        tmp.path());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("non-finite loss at step 7"), std::string::npos) << r.output;
   auto recs = lockstep::reports::read_metrics(tmp.path() / "r" / "metrics.jsonl");
@@ -75,7 +82,8 @@ TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
 
 TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
   TempDir tmp;
-  auto r = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--out", tmp / "r", "--quiet", "--export-losses", tmp / "golden.loss"},
+  auto r = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--out", tmp / "r",
+                         "--quiet", "--export-losses", tmp / "golden.loss"},
                         tmp.path());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(tmp / "golden.loss");
@@ -83,8 +91,10 @@ TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
   int n = 0;
   while (std::getline(in, line)) ++n;
   EXPECT_EQ(n, 30);
-  auto ok = run_lockstep({"compare", "--golden", tmp / "golden.loss", "configs/variants/fused_attention.toml", "--steps", "30", "--out", tmp / "g"},
-                         tmp.path());
+  auto ok =
+      run_lockstep({"compare", "--golden", tmp / "golden.loss",
+                    "configs/variants/fused_attention.toml", "--steps", "30", "--out", tmp / "g"},
+                   tmp.path());
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   auto rep = read_json(tmp.path() / "g" / "report.json");
   EXPECT_EQ(rep["mode"], "golden");
@@ -101,7 +111,9 @@ TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
       gout << step << " " << (step == 30 ? loss + 0.01 : loss) << "\n";
     }
   }
-  auto bad = run_lockstep({"compare", "--golden", tmp / "shifted.loss", "configs/baseline.toml", "--steps", "30", "--out", tmp / "b"}, tmp.path());
+  auto bad = run_lockstep({"compare", "--golden", tmp / "shifted.loss", "configs/baseline.toml",
+                           "--steps", "30", "--out", tmp / "b"},
+                          tmp.path());
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_FALSE(read_json(tmp.path() / "b" / "report.json")["alignment"]["aligned"].get<bool>());
 }
@@ -110,8 +122,10 @@ TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
 
 TEST(Compare, FusedAttentionIsExactAndPasses) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/fused_attention.toml", "--steps", "60", "--out", tmp / "c"},
-                        tmp.path());
+  auto r =
+      run_lockstep({"compare", "configs/baseline.toml", "configs/variants/fused_attention.toml",
+                    "--steps", "60", "--out", tmp / "c"},
+                   tmp.path());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["verdict"], "pass");
@@ -126,22 +140,26 @@ TEST(Compare, FusedAttentionIsExactAndPasses) {
     EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c" / f)) << f;
   // The real report renders in a real browser with no console errors.
   auto st = lockstep::util::wait_for(
-      lockstep::util::spawn({"/bin/bash", std::string(LOCKSTEP_SOURCE_DIR) + "/tests/browser/check-html.sh", tmp / "c/report.html",
-                             tmp / "c/report.png"},
-                            tmp.path() / "browser.log"),
+      lockstep::util::spawn(
+          {"/bin/bash", std::string(LOCKSTEP_SOURCE_DIR) + "/tests/browser/check-html.sh",
+           tmp / "c/report.html", tmp / "c/report.png"},
+          tmp.path() / "browser.log"),
       120);
   EXPECT_EQ(st.code, 0) << lockstep::util::last_nonempty_line(tmp.path() / "browser.log");
 }
 
 TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml", "--steps", "60", "--out", tmp / "c"}, tmp.path());
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml",
+                         "--steps", "60", "--out", tmp / "c"},
+                        tmp.path());
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["alignment"]["class"], "approximate");
   ASSERT_TRUE(rep["alignment"]["seed_band"].is_object()) << r.output;
   EXPECT_EQ(rep["alignment"]["seed_band"]["seeds"].size(), 3u);
   EXPECT_GT(rep["alignment"]["seed_band"]["half_width"].get<double>(), 0);
-  EXPECT_EQ(rep["alignment"]["aligned"].get<bool>(), rep["alignment"]["seed_band"]["inside"].get<bool>());
+  EXPECT_EQ(rep["alignment"]["aligned"].get<bool>(),
+            rep["alignment"]["seed_band"]["inside"].get<bool>());
   const auto& t = rep["delta"]["tokens_per_sec_pct"];
   EXPECT_TRUE(t["significant"].get<bool>()) << r.output;
   EXPECT_GT(t["value"].get<double>(), 10.0) << r.output;
@@ -150,7 +168,9 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
 
 TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/stall.toml", "--steps", "60", "--out", tmp / "c"}, tmp.path());
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/stall.toml", "--steps",
+                         "60", "--out", tmp / "c"},
+                        tmp.path());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["verdict"], "fail");
@@ -164,7 +184,9 @@ TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
 
 TEST(Compare, NonFiniteVariantExits3WithAReportNamingArmAndStep) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/nonfinite.toml", "--steps", "30", "--out", tmp / "c"}, tmp.path());
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/nonfinite.toml",
+                         "--steps", "30", "--out", tmp / "c"},
+                        tmp.path());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["failed_arm"], "variant");
@@ -174,7 +196,8 @@ TEST(Compare, NonFiniteVariantExits3WithAReportNamingArmAndStep) {
 
 TEST(Bisect, NamesTheKnobThatRegressesP99) {
   TempDir tmp;
-  auto r = run_lockstep({"bisect", "configs/baseline.toml", "tests/configs/fused_and_stall.toml", "--steps", "40", "--repeats", "5", "--out", tmp / "b"},
+  auto r = run_lockstep({"bisect", "configs/baseline.toml", "tests/configs/fused_and_stall.toml",
+                         "--steps", "40", "--repeats", "5", "--out", tmp / "b"},
                         tmp.path(), 1500);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("culprit(s): faults.stall_every"), std::string::npos) << r.output;
@@ -185,17 +208,22 @@ TEST(Bisect, NamesTheKnobThatRegressesP99) {
 
 TEST(Mitigation, SkipOutliersSkipsExactlyTheCorruptBatchAndIsExactOnACleanRun) {
   TempDir tmp;
-  auto clean = run_lockstep({"run", "configs/baseline.toml", "--steps", "80", "--out", tmp / "clean", "--quiet", "--no-history"}, tmp.path());
-  auto guarded = run_lockstep({"run", "configs/variants/skip_outliers.toml", "--steps", "80", "--out", tmp / "guarded", "--quiet", "--no-history"},
+  auto clean = run_lockstep({"run", "configs/baseline.toml", "--steps", "80", "--out",
+                             tmp / "clean", "--quiet", "--no-history"},
+                            tmp.path());
+  auto guarded = run_lockstep({"run", "configs/variants/skip_outliers.toml", "--steps", "80",
+                               "--out", tmp / "guarded", "--quiet", "--no-history"},
                               tmp.path());
-  auto faulty = run_lockstep({"run", "configs/variants/skip_outliers.toml", "--steps", "80", "--set", "faults.corrupt_batch_at=60", "--out",
-                              tmp / "faulty", "--quiet", "--no-history"},
-                             tmp.path());
+  auto faulty = run_lockstep(
+      {"run", "configs/variants/skip_outliers.toml", "--steps", "80", "--set",
+       "faults.corrupt_batch_at=60", "--out", tmp / "faulty", "--quiet", "--no-history"},
+      tmp.path());
   ASSERT_EQ(clean.exit_code, 0) << clean.output;
   ASSERT_EQ(guarded.exit_code, 0) << guarded.output;
   ASSERT_EQ(faulty.exit_code, 0) << faulty.output;
   // Never trips on a clean run: the same math, bit for bit.
-  EXPECT_EQ(losses(tmp.path() / "clean" / "metrics.jsonl"), losses(tmp.path() / "guarded" / "metrics.jsonl"));
+  EXPECT_EQ(losses(tmp.path() / "clean" / "metrics.jsonl"),
+            losses(tmp.path() / "guarded" / "metrics.jsonl"));
   auto recs = lockstep::reports::read_metrics(tmp.path() / "faulty" / "metrics.jsonl");
   ASSERT_EQ(recs.size(), 80u);
   for (const auto& r : recs) EXPECT_EQ(r.skipped_outlier, r.step == 60) << "step " << r.step;

@@ -24,7 +24,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = fs::temp_directory_path() / ("lockstep-test-" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = fs::temp_directory_path() /
+            ("lockstep-test-" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -43,7 +44,8 @@ struct CliResult {
 };
 
 // Runs `lockstep ARGS...` from the source root; output captured through a log file.
-inline CliResult run_lockstep(const std::vector<std::string>& args, const fs::path& log_dir, double timeout_s = 900) {
+inline CliResult run_lockstep(const std::vector<std::string>& args, const fs::path& log_dir,
+                              double timeout_s = 900) {
   std::vector<std::string> argv{LOCKSTEP_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   fs::path log = log_dir / ("cli-" + std::to_string(std::random_device{}()) + ".log");

@@ -14,11 +14,14 @@ using config::Knob;
 
 namespace {
 
-config::Change change(const std::string& key, const std::string& a, const std::string& b, Knob k) { return {key, a, b, k}; }
+config::Change change(const std::string& key, const std::string& a, const std::string& b, Knob k) {
+  return {key, a, b, k};
+}
 
 std::vector<double> around(double centre, double spread, int n, int phase = 0) {
   std::vector<double> v;
-  for (int i = 0; i < n; ++i) v.push_back(centre * (1.0 + spread * std::sin(1.7 * (i + phase) + 0.3)));
+  for (int i = 0; i < n; ++i)
+    v.push_back(centre * (1.0 + spread * std::sin(1.7 * (i + phase) + 0.3)));
   return v;
 }
 
@@ -44,19 +47,29 @@ const Check* find(const CompareResult& r, const std::string& name) {
 }  // namespace
 
 TEST(Knobs, ClassesWarningsAndBookkeeping) {
-  auto k = classify_changes({change("run.name", "\"a\"", "\"b\"", Knob::None), change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact)}, "cpu");
+  auto k = classify_changes({change("run.name", "\"a\"", "\"b\"", Knob::None),
+                             change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact)},
+                            "cpu");
   EXPECT_EQ(k.knobs, std::vector<std::string>{"attention.impl"});
   EXPECT_EQ(k.klass, "exact");
   EXPECT_TRUE(k.warnings.empty());
-  auto bf16 = classify_changes({change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate)}, "cpu");
+  auto bf16 = classify_changes(
+      {change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate)}, "cpu");
   EXPECT_EQ(bf16.klass, "approximate");
   // TF32 is a no-op on a CPU (exact) but changes rounding on CUDA (approximate).
-  EXPECT_EQ(classify_changes({change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cpu").klass, "exact");
-  EXPECT_EQ(classify_changes({change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cuda").klass, "approximate");
-  auto two = classify_changes({change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact),
-                               change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate),
-                               change("faults.stall_every", "0", "10", Knob::Fault)},
-                              "cpu");
+  EXPECT_EQ(classify_changes(
+                {change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cpu")
+                .klass,
+            "exact");
+  EXPECT_EQ(classify_changes(
+                {change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cuda")
+                .klass,
+            "approximate");
+  auto two =
+      classify_changes({change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact),
+                        change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate),
+                        change("faults.stall_every", "0", "10", Knob::Fault)},
+                       "cpu");
   EXPECT_EQ(two.knobs.size(), 3u);
   EXPECT_EQ(two.optimizations.size(), 2u);  // a fault is a knob, not an optimization
   ASSERT_EQ(two.warnings.size(), 1u);
@@ -95,8 +108,8 @@ TEST(Alignment, ApproximateKnobsAreJudgedAgainstTheSeedBand) {
   EXPECT_NEAR(a.band->half_width, 0.03, 1e-12);
   EXPECT_NEAR(a.band->lo, 1.47, 1e-12);
   EXPECT_NEAR(a.band->hi, 1.53, 1e-12);
-  EXPECT_TRUE(a.aligned);          // 0.01 inside the 0.03 seed-to-seed spread
-  EXPECT_FALSE(a.equal_to_3dp);    // and reported as not equal to three decimals
+  EXPECT_TRUE(a.aligned);        // 0.01 inside the 0.03 seed-to-seed spread
+  EXPECT_FALSE(a.equal_to_3dp);  // and reported as not equal to three decimals
   auto out = check_alignment(b, {2.0, 1.56}, 0, 5e-4, "approximate", band);
   EXPECT_FALSE(out.aligned);
   EXPECT_NE(out.explanation.find("outside"), std::string::npos);
@@ -166,7 +179,8 @@ TEST(Gate, VerdictAndExitCodeFromTheChecks) {
   crashed.failure = "nonfinite at step 7";
   gate::apply(crashed);
   EXPECT_EQ(crashed.exit_code, kExitRunFailed);
-  EXPECT_NE(find(crashed, "runs completed")->detail.find("variant failed: nonfinite at step 7"), std::string::npos);
+  EXPECT_NE(find(crashed, "runs completed")->detail.find("variant failed: nonfinite at step 7"),
+            std::string::npos);
 }
 
 TEST(Gate, P99AndSlowdownAllowancesAreJudgedOnTheConfidenceInterval) {
@@ -174,7 +188,7 @@ TEST(Gate, P99AndSlowdownAllowancesAreJudgedOnTheConfidenceInterval) {
   r.delta.p99_ms_pct = Delta{12, 6, 18, 0.008, true, true, "higher"};
   gate::apply(r);
   EXPECT_FALSE(find(r, "p99 latency")->passed);  // default allowance 0%
-  r.policy.max_p99_regression_pct = 10;           // the CI reaches below 10%: not shown to exceed it
+  r.policy.max_p99_regression_pct = 10;          // the CI reaches below 10%: not shown to exceed it
   gate::apply(r);
   EXPECT_TRUE(find(r, "p99 latency")->passed);
   r.delta.tokens_per_sec_pct = Delta{-20, -25, -15, 0.008, true, true, "slower"};
@@ -213,14 +227,17 @@ TEST(Gate, NonFiniteValuesFailAndTooFewRepeatsAreSaid) {
   r.repeats = 3;
   gate::apply(r);
   EXPECT_FALSE(find(r, "finite values")->passed);
-  EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 3 repeats per arm"), std::string::npos);
+  EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 3 repeats per arm"),
+            std::string::npos);
 }
 
 TEST(Breakdown, PhaseFindingsAndOperatorMovers) {
   ArmResult b, v;
   RunSummary rb, rv;
-  rb.phase_ms_mean = {{"data", 0.1}, {"forward", 5}, {"backward", 10}, {"comm", 6}, {"optimizer", 1}, {"other", 0}};
-  rv.phase_ms_mean = {{"data", 0.1}, {"forward", 5}, {"backward", 10}, {"comm", 1}, {"optimizer", 1}, {"other", 0}};
+  rb.phase_ms_mean = {{"data", 0.1}, {"forward", 5},   {"backward", 10},
+                      {"comm", 6},   {"optimizer", 1}, {"other", 0}};
+  rv.phase_ms_mean = {{"data", 0.1}, {"forward", 5},   {"backward", 10},
+                      {"comm", 1},   {"optimizer", 1}, {"other", 0}};
   rb.top_ops = {{"aten::mm", 27, 10, 10}, {"lockstep::attention", 2, 0.01, 2.0}};
   rv.top_ops = {{"aten::mm", 27, 10.02, 10.02}, {"lockstep::attention", 2, 0.01, 1.0}};
   b.repeats = {rb, rb};
@@ -232,7 +249,8 @@ TEST(Breakdown, PhaseFindingsAndOperatorMovers) {
   bool comm = false, attention = false;
   for (const auto& f : bd.findings) {
     comm = comm || f.find("comm went from 27% to 6% of the step") != std::string::npos;
-    attention = attention || f.find("attention forward (lockstep::attention scope") != std::string::npos;
+    attention =
+        attention || f.find("attention forward (lockstep::attention scope") != std::string::npos;
   }
   EXPECT_TRUE(comm);
   EXPECT_TRUE(attention);

@@ -6,13 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace lockstep::config {
@@ -60,7 +60,8 @@ void ExpectError(const std::optional<ConfigError>& e, const std::string& file, i
   std::string shown_key = key;  // control characters are shown as spaces
   for (char& c : shown_key)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  const std::string prefix = file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + shown_key + ": ";
+  const std::string prefix =
+      file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + shown_key + ": ";
   EXPECT_EQ(what.rfind(prefix, 0), 0u) << "expected prefix \"" << prefix << "\" in: " << what;
 }
 
@@ -75,7 +76,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "lockstep-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    std::string name =
+        "lockstep-config-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     if (info) name += std::string("-") + info->name();
     path_ = (fs::temp_directory_path() / name).lexically_normal();
     fs::remove_all(path_);
@@ -96,7 +98,9 @@ class TempDir {
     std::ofstream(p, std::ios::binary) << text;
     return p;
   }
-  std::string str(const std::string& rel) const { return (path_ / rel).lexically_normal().string(); }
+  std::string str(const std::string& rel) const {
+    return (path_ / rel).lexically_normal().string();
+  }
 
  private:
   fs::path path_;
@@ -143,30 +147,35 @@ TEST(ConfigErrors, SyntaxUnterminatedString) {
 }
 
 TEST(ConfigErrors, SyntaxDuplicateKey) {
-  ExpectError(ParseError("[run]\nseed = 1\nseed = 2\n"), "t.toml", 3, 8, "<syntax>", "cannot redefine existing integer 'seed'");
+  ExpectError(ParseError("[run]\nseed = 1\nseed = 2\n"), "t.toml", 3, 8, "<syntax>",
+              "cannot redefine existing integer 'seed'");
 }
 
 TEST(ConfigErrors, SyntaxUnclosedSectionHeader) {
   // The newline in toml++'s message ("saw '\n'") is escaped: still one line.
-  ExpectError(ParseError("[run]\nseed = 1\n[model\npreset = \"tiny\"\n"), "t.toml", 3, 7, "<syntax>",
-              "Error while parsing table header: expected ']'");
+  ExpectError(ParseError("[run]\nseed = 1\n[model\npreset = \"tiny\"\n"), "t.toml", 3, 7,
+              "<syntax>", "Error while parsing table header: expected ']'");
 }
 
 TEST(ConfigErrors, SyntaxMalformedTableHeader) {
   // toml++ 3.3 asserts on these in builds with asserts on (marzer/tomlplusplus#301).
-  ExpectError(ParseError("[[[1]]]\n"), "t.toml", 1, 3, "<syntax>", "expected bare key starting character or string delimiter, saw '['");
-  ExpectError(ParseError("[run]\nseed = 1\n[\x01run]\n"), "t.toml", 3, 2, "<syntax>", "saw '\\u0001'");
+  ExpectError(ParseError("[[[1]]]\n"), "t.toml", 1, 3, "<syntax>",
+              "expected bare key starting character or string delimiter, saw '['");
+  ExpectError(ParseError("[run]\nseed = 1\n[\x01run]\n"), "t.toml", 3, 2, "<syntax>",
+              "saw '\\u0001'");
 }
 
 // --- unknown keys and sections -----------------------------------------------------------------
 
 TEST(ConfigErrors, UnknownKeySuggestsClosest) {
-  ExpectError(ParseError("[run]\nseed = 1\n  sed = 2\n"), "t.toml", 3, 3, "run.sed", "unknown key (did you mean \"seed\"?)");
+  ExpectError(ParseError("[run]\nseed = 1\n  sed = 2\n"), "t.toml", 3, 3, "run.sed",
+              "unknown key (did you mean \"seed\"?)");
 }
 
 TEST(ConfigErrors, UnknownKeySuggestsOtherSection) {
   // "lr" is not close to any [run] key, but it is the name of optim.lr.
-  ExpectError(ParseError("[run]\nlr = 0.1\n"), "t.toml", 2, 1, "run.lr", "unknown key (did you mean \"optim.lr\"?)");
+  ExpectError(ParseError("[run]\nlr = 0.1\n"), "t.toml", 2, 1, "run.lr",
+              "unknown key (did you mean \"optim.lr\"?)");
 }
 
 TEST(ConfigErrors, UnknownKeyWithoutSuggestion) {
@@ -176,8 +185,8 @@ TEST(ConfigErrors, UnknownKeyWithoutSuggestion) {
 }
 
 TEST(ConfigErrors, UnknownSectionSuggestsClosest) {
-  ExpectError(ParseError("[run]\nseed = 1\n\n[precison]\ncompute = \"bf16\"\n"), "t.toml", 4, 2, "[precison]",
-              "unknown section (did you mean \"[precision]\"?)");
+  ExpectError(ParseError("[run]\nseed = 1\n\n[precison]\ncompute = \"bf16\"\n"), "t.toml", 4, 2,
+              "[precison]", "unknown section (did you mean \"[precision]\"?)");
 }
 
 TEST(ConfigErrors, UnknownSectionWithoutSuggestion) {
@@ -198,7 +207,8 @@ TEST(ConfigErrors, TopLevelUnknownKeyOutsideSection) {
 }
 
 TEST(ConfigErrors, ArrayOfTablesIsNotASection) {
-  ExpectError(ParseError("[[run]]\nseed = 1\n"), "t.toml", 1, 3, "run", "must be inside a [section]");
+  ExpectError(ParseError("[[run]]\nseed = 1\n"), "t.toml", 1, 3, "run",
+              "must be inside a [section]");
 }
 
 TEST(ConfigErrors, KeyWithControlCharacterStaysOneLine) {
@@ -210,19 +220,23 @@ TEST(ConfigErrors, KeyWithControlCharacterStaysOneLine) {
 // --- wrong types -------------------------------------------------------------------------------
 
 TEST(ConfigErrors, IntegerGotString) {
-  ExpectError(ParseError("[run]\nseed = \"1234\"\n"), "t.toml", 2, 1, "run.seed", "expected an integer, got string");
+  ExpectError(ParseError("[run]\nseed = \"1234\"\n"), "t.toml", 2, 1, "run.seed",
+              "expected an integer, got string");
 }
 
 TEST(ConfigErrors, IntegerGotFloat) {
-  ExpectError(ParseError("[run]\nsteps = 2.5\n"), "t.toml", 2, 1, "run.steps", "expected an integer, got float");
+  ExpectError(ParseError("[run]\nsteps = 2.5\n"), "t.toml", 2, 1, "run.steps",
+              "expected an integer, got float");
 }
 
 TEST(ConfigErrors, FloatGotString) {
-  ExpectError(ParseError("[optim]\n    lr = \"fast\"\n"), "t.toml", 2, 5, "optim.lr", "expected a number, got string");
+  ExpectError(ParseError("[optim]\n    lr = \"fast\"\n"), "t.toml", 2, 5, "optim.lr",
+              "expected a number, got string");
 }
 
 TEST(ConfigErrors, StringGotInteger) {
-  ExpectError(ParseError("[run]\ndevice = 0\n"), "t.toml", 2, 1, "run.device", "expected a string, got integer");
+  ExpectError(ParseError("[run]\ndevice = 0\n"), "t.toml", 2, 1, "run.device",
+              "expected a string, got integer");
 }
 
 TEST(ConfigErrors, StringGotBoolean) {
@@ -231,26 +245,31 @@ TEST(ConfigErrors, StringGotBoolean) {
 }
 
 TEST(ConfigErrors, BoolGotString) {
-  ExpectError(ParseError("[profile]\ntrace = \"yes\"\n"), "t.toml", 2, 1, "profile.trace", "expected true or false, got string");
+  ExpectError(ParseError("[profile]\ntrace = \"yes\"\n"), "t.toml", 2, 1, "profile.trace",
+              "expected true or false, got string");
 }
 
 TEST(ConfigErrors, IntegerGotArray) {
-  ExpectError(ParseError("[run]\nseed = [1, 2]\n"), "t.toml", 2, 1, "run.seed", "expected an integer, got array");
+  ExpectError(ParseError("[run]\nseed = [1, 2]\n"), "t.toml", 2, 1, "run.seed",
+              "expected an integer, got array");
 }
 
 TEST(ConfigErrors, IntegerGotDate) {
-  ExpectError(ParseError("[run]\nseed = 1979-05-27\n"), "t.toml", 2, 1, "run.seed", "expected an integer, got date/time");
+  ExpectError(ParseError("[run]\nseed = 1979-05-27\n"), "t.toml", 2, 1, "run.seed",
+              "expected an integer, got date/time");
 }
 
 TEST(ConfigErrors, KeyGivenAsSubTable) {
   // [run.seed] makes run.seed a table.
-  ExpectError(ParseError("[run.seed]\nx = 1\n"), "t.toml", 1, 6, "run.seed", "expected an integer, got table");
+  ExpectError(ParseError("[run.seed]\nx = 1\n"), "t.toml", 1, 6, "run.seed",
+              "expected an integer, got table");
 }
 
 // --- ranges and choices -------------------------------------------------------------------------
 
 TEST(ConfigErrors, IntegerBelowMinimum) {
-  ExpectError(ParseError("[run]\nsteps = 0\n"), "t.toml", 2, 1, "run.steps", "out of range: 0 (must be >= 1)");
+  ExpectError(ParseError("[run]\nsteps = 0\n"), "t.toml", 2, 1, "run.steps",
+              "out of range: 0 (must be >= 1)");
 }
 
 TEST(ConfigErrors, IntegerAboveMaximum) {
@@ -259,16 +278,18 @@ TEST(ConfigErrors, IntegerAboveMaximum) {
 }
 
 TEST(ConfigErrors, LargeIntegerBoundPrintedAsInteger) {
-  ExpectError(ParseError("[faults]\nstall_every = 2000000000\n"), "t.toml", 2, 1, "faults.stall_every",
-              "out of range: 2000000000 (must be <= 1000000000)");
+  ExpectError(ParseError("[faults]\nstall_every = 2000000000\n"), "t.toml", 2, 1,
+              "faults.stall_every", "out of range: 2000000000 (must be <= 1000000000)");
 }
 
 TEST(ConfigErrors, NegativeInteger) {
-  ExpectError(ParseError("[faults]\nkill_rank = -2\n"), "t.toml", 2, 1, "faults.kill_rank", "out of range: -2 (must be >= -1)");
+  ExpectError(ParseError("[faults]\nkill_rank = -2\n"), "t.toml", 2, 1, "faults.kill_rank",
+              "out of range: -2 (must be >= -1)");
 }
 
 TEST(ConfigErrors, FloatAboveMaximum) {
-  ExpectError(ParseError("[optim]\nbeta1 = 1.5\n"), "t.toml", 2, 1, "optim.beta1", "out of range: 1.5 (must be <= 0.999999)");
+  ExpectError(ParseError("[optim]\nbeta1 = 1.5\n"), "t.toml", 2, 1, "optim.beta1",
+              "out of range: 1.5 (must be <= 0.999999)");
 }
 
 TEST(ConfigErrors, FloatBelowMinimum) {
@@ -277,11 +298,13 @@ TEST(ConfigErrors, FloatBelowMinimum) {
 }
 
 TEST(ConfigErrors, FloatInfinity) {
-  ExpectError(ParseError("[optim]\nlr = inf\n"), "t.toml", 2, 1, "optim.lr", "out of range: inf (must be <= 10.0)");
+  ExpectError(ParseError("[optim]\nlr = inf\n"), "t.toml", 2, 1, "optim.lr",
+              "out of range: inf (must be <= 10.0)");
 }
 
 TEST(ConfigErrors, FloatNaN) {
-  ExpectError(ParseError("[optim]\nlr = nan\n"), "t.toml", 2, 1, "optim.lr", "must be a number, got nan");
+  ExpectError(ParseError("[optim]\nlr = nan\n"), "t.toml", 2, 1, "optim.lr",
+              "must be a number, got nan");
 }
 
 TEST(ConfigErrors, BadChoiceSuggestsClosest) {
@@ -291,7 +314,8 @@ TEST(ConfigErrors, BadChoiceSuggestsClosest) {
 
 TEST(ConfigErrors, BadChoiceWithoutSuggestion) {
   auto e = ParseError("[attention]\nimpl = \"flash-attention-3\"\n");
-  ExpectError(e, "t.toml", 2, 1, "attention.impl", "\"flash-attention-3\" is not one of math|fused");
+  ExpectError(e, "t.toml", 2, 1, "attention.impl",
+              "\"flash-attention-3\" is not one of math|fused");
   ExpectNoSuggestion(e);
 }
 
@@ -303,8 +327,8 @@ TEST(ConfigErrors, BadPreset) {
 // --- cross-key rules (finalize) -----------------------------------------------------------------
 
 TEST(ConfigErrors, NHeadsDoesNotDivideDModel) {
-  ExpectError(ParseError("[model]\npreset = \"tiny\"\nn_heads = 5\n"), "t.toml", 3, 1, "model.n_heads",
-              "n_heads = 5 does not divide d_model = 128");
+  ExpectError(ParseError("[model]\npreset = \"tiny\"\nn_heads = 5\n"), "t.toml", 3, 1,
+              "model.n_heads", "n_heads = 5 does not divide d_model = 128");
 }
 
 TEST(ConfigErrors, DModelNotDivisibleByPresetHeads) {
@@ -314,87 +338,99 @@ TEST(ConfigErrors, DModelNotDivisibleByPresetHeads) {
 }
 
 TEST(ConfigErrors, WarmupLeavesNoTimedStep) {
-  ExpectError(ParseError("[run]\nsteps = 10\nwarmup_steps = 10\n"), "t.toml", 3, 1, "run.warmup_steps",
-              "warmup_steps = 10 leaves no timed step (steps = 10)");
+  ExpectError(ParseError("[run]\nsteps = 10\nwarmup_steps = 10\n"), "t.toml", 3, 1,
+              "run.warmup_steps", "warmup_steps = 10 leaves no timed step (steps = 10)");
 }
 
 TEST(ConfigErrors, StepsBelowDefaultWarmup) {
   // warmup_steps is the default 5: the error points at steps, the key the user wrote.
-  ExpectError(ParseError("[run]\nsteps = 3\n"), "t.toml", 2, 1, "run.steps", "warmup_steps = 5 leaves no timed step (steps = 3)");
+  ExpectError(ParseError("[run]\nsteps = 3\n"), "t.toml", 2, 1, "run.steps",
+              "warmup_steps = 5 leaves no timed step (steps = 3)");
 }
 
 TEST(ConfigErrors, MinLrAboveLr) {
-  ExpectError(ParseError("[optim]\nlr = 1e-3\nmin_lr = 2e-3\n"), "t.toml", 3, 1, "optim.min_lr", "min_lr must not exceed lr");
-  ExpectError(ParseError("[optim]\nlr = 1e-4\n"), "t.toml", 2, 1, "optim.lr", "min_lr must not exceed lr");
+  ExpectError(ParseError("[optim]\nlr = 1e-3\nmin_lr = 2e-3\n"), "t.toml", 3, 1, "optim.min_lr",
+              "min_lr must not exceed lr");
+  ExpectError(ParseError("[optim]\nlr = 1e-4\n"), "t.toml", 2, 1, "optim.lr",
+              "min_lr must not exceed lr");
 }
 
 TEST(ConfigErrors, BatchNotDivisibleByWorldSize) {
   ExpectError(ParseError("[parallel]\nworld_size = 3\n"), "t.toml", 2, 1, "parallel.world_size",
               "batch_size = 8 (global) is not divisible by world_size = 3");
-  ExpectError(ParseError("[parallel]\nworld_size = 2\n[data]\nbatch_size = 5\n"), "t.toml", 4, 1, "data.batch_size",
-              "batch_size = 5 (global) is not divisible by world_size = 2");
+  ExpectError(ParseError("[parallel]\nworld_size = 2\n[data]\nbatch_size = 5\n"), "t.toml", 4, 1,
+              "data.batch_size", "batch_size = 5 (global) is not divisible by world_size = 2");
 }
 
 TEST(ConfigErrors, FanoutExceedsVocab) {
-  ExpectError(ParseError("[model]\nvocab_size = 2\n"), "t.toml", 2, 1, "model.vocab_size", "fanout must not exceed vocab_size");
+  ExpectError(ParseError("[model]\nvocab_size = 2\n"), "t.toml", 2, 1, "model.vocab_size",
+              "fanout must not exceed vocab_size");
 }
 
 TEST(ConfigErrors, NcclNeedsCuda) {
-  ExpectError(ParseError("[parallel]\nbackend = \"nccl\"\n"), "t.toml", 2, 1, "parallel.backend", "nccl needs run.device");
+  ExpectError(ParseError("[parallel]\nbackend = \"nccl\"\n"), "t.toml", 2, 1, "parallel.backend",
+              "nccl needs run.device");
 }
 
 TEST(ConfigErrors, TextSourceNeedsPath) {
-  ExpectError(ParseError("[data]\nsource = \"text\"\n"), "t.toml", 2, 1, "data.source", "source \"text\" needs data.path");
+  ExpectError(ParseError("[data]\nsource = \"text\"\n"), "t.toml", 2, 1, "data.source",
+              "source \"text\" needs data.path");
 }
 
 TEST(ConfigErrors, TextSourceNeedsByteVocab) {
-  ExpectError(ParseError("[data]\nsource = \"text\"\npath = \"x.txt\"\n[model]\nvocab_size = 100\n"), "t.toml", 5, 1,
-              "model.vocab_size", "vocab_size must be >= 256");
+  ExpectError(
+      ParseError("[data]\nsource = \"text\"\npath = \"x.txt\"\n[model]\nvocab_size = 100\n"),
+      "t.toml", 5, 1, "model.vocab_size", "vocab_size must be >= 256");
 }
 
 // --- --set overrides ----------------------------------------------------------------------------
 
 TEST(ConfigErrors, OverrideWithoutEquals) {
-  ExpectError(ParseError("", {"run.seed"}), "<--set run.seed>", 1, 1, "run.seed", "expected section.key=value");
+  ExpectError(ParseError("", {"run.seed"}), "<--set run.seed>", 1, 1, "run.seed",
+              "expected section.key=value");
 }
 
 TEST(ConfigErrors, OverrideWithoutSection) {
-  ExpectError(ParseError("", {"seed=3"}), "<--set seed=3>", 1, 1, "seed", "expected section.key=value");
+  ExpectError(ParseError("", {"seed=3"}), "<--set seed=3>", 1, 1, "seed",
+              "expected section.key=value");
 }
 
 TEST(ConfigErrors, OverrideUnknownSection) {
-  ExpectError(ParseError("", {"precison.compute=bf16"}), "<--set precison.compute=bf16>", 1, 1, "precison.compute",
-              "unknown section (did you mean \"[precision]\"?)");
+  ExpectError(ParseError("", {"precison.compute=bf16"}), "<--set precison.compute=bf16>", 1, 1,
+              "precison.compute", "unknown section (did you mean \"[precision]\"?)");
 }
 
 TEST(ConfigErrors, OverrideUnknownKey) {
-  ExpectError(ParseError("", {"optim.learning_rate=0.1"}), "<--set optim.learning_rate=0.1>", 1, 1, "optim.learning_rate",
-              "unknown key");
+  ExpectError(ParseError("", {"optim.learning_rate=0.1"}), "<--set optim.learning_rate=0.1>", 1, 1,
+              "optim.learning_rate", "unknown key");
 }
 
 TEST(ConfigErrors, OverrideWrongType) {
   // A bare word is a string, and run.seed wants an integer.
-  ExpectError(ParseError("", {"run.seed=abc"}), "<--set run.seed=abc>", 1, 1, "run.seed", "expected an integer, got string");
+  ExpectError(ParseError("", {"run.seed=abc"}), "<--set run.seed=abc>", 1, 1, "run.seed",
+              "expected an integer, got string");
 }
 
 TEST(ConfigErrors, OverrideOutOfRange) {
-  ExpectError(ParseError("[run]\nseed = 1\n", {"run.steps=-5"}), "<--set run.steps=-5>", 1, 1, "run.steps",
-              "out of range: -5 (must be >= 1)");
+  ExpectError(ParseError("[run]\nseed = 1\n", {"run.steps=-5"}), "<--set run.steps=-5>", 1, 1,
+              "run.steps", "out of range: -5 (must be >= 1)");
 }
 
 TEST(ConfigErrors, OverrideBadChoice) {
-  ExpectError(ParseError("", {"precision.compute=bf17"}), "<--set precision.compute=bf17>", 1, 1, "precision.compute",
-              "is not one of fp32|tf32|bf16|fp16 (did you mean \"bf16\"?)");
+  ExpectError(ParseError("", {"precision.compute=bf17"}), "<--set precision.compute=bf17>", 1, 1,
+              "precision.compute", "is not one of fp32|tf32|bf16|fp16 (did you mean \"bf16\"?)");
 }
 
 TEST(ConfigErrors, OverrideUnparseableValue) {
   // Neither TOML nor a bare word (an unbalanced quote).
-  ExpectError(ParseError("", {"run.name=a\"b"}), "<--set run.name=a\"b>", 1, 1, "run.name", "Error while parsing");
+  ExpectError(ParseError("", {"run.name=a\"b"}), "<--set run.name=a\"b>", 1, 1, "run.name",
+              "Error while parsing");
 }
 
 TEST(ConfigErrors, OverrideTriggersCrossKeyRule) {
-  ExpectError(ParseError("[model]\npreset = \"tiny\"\n", {"model.n_heads=3"}), "<--set model.n_heads=3>", 1, 1,
-              "model.n_heads", "n_heads = 3 does not divide d_model = 128");
+  ExpectError(ParseError("[model]\npreset = \"tiny\"\n", {"model.n_heads=3"}),
+              "<--set model.n_heads=3>", 1, 1, "model.n_heads",
+              "n_heads = 3 does not divide d_model = 128");
 }
 
 // --- files and extends --------------------------------------------------------------------------
@@ -408,24 +444,29 @@ TEST(ConfigErrors, MissingFile) {
 TEST(ConfigErrors, DirectoryIsNotAFile) {
   TempDir dir;
   fs::create_directories(dir.path() / "sub.toml");
-  ExpectError(LoadError(dir.path() / "sub.toml"), (dir.path() / "sub.toml").string(), 0, 0, "<file>", "cannot read");
+  ExpectError(LoadError(dir.path() / "sub.toml"), (dir.path() / "sub.toml").string(), 0, 0,
+              "<file>", "cannot read");
 }
 
 TEST(ConfigErrors, MissingExtendsTarget) {
   TempDir dir;
-  const fs::path v = dir.write("variants/v.toml", "# variant\nextends = \"../missing.toml\"\n[run]\nseed = 1\n");
-  ExpectError(LoadError(v), v.string(), 2, 11, "extends", "cannot read \"" + dir.str("missing.toml") + "\": no such file");
+  const fs::path v =
+      dir.write("variants/v.toml", "# variant\nextends = \"../missing.toml\"\n[run]\nseed = 1\n");
+  ExpectError(LoadError(v), v.string(), 2, 11, "extends",
+              "cannot read \"" + dir.str("missing.toml") + "\": no such file");
 }
 
 TEST(ConfigErrors, ExtendsNotAString) {
-  ExpectError(ParseError("extends = 42\n[run]\nseed = 1\n"), "t.toml", 1, 11, "extends", "expected a string (a path), got integer");
+  ExpectError(ParseError("extends = 42\n[run]\nseed = 1\n"), "t.toml", 1, 11, "extends",
+              "expected a string (a path), got integer");
 }
 
 TEST(ConfigErrors, CyclicExtends) {
   TempDir dir;
   const fs::path a = dir.write("a.toml", "extends = \"b.toml\"\n[run]\nseed = 1\n");
   dir.write("b.toml", "# b\n\nextends = \"a.toml\"\n");
-  ExpectError(LoadError(a), dir.str("b.toml"), 3, 11, "extends", "cyclic extends: a.toml -> b.toml -> a.toml");
+  ExpectError(LoadError(a), dir.str("b.toml"), 3, 11, "extends",
+              "cyclic extends: a.toml -> b.toml -> a.toml");
 }
 
 TEST(ConfigErrors, SelfExtends) {
@@ -437,23 +478,28 @@ TEST(ConfigErrors, SelfExtends) {
 TEST(ConfigErrors, ExtendsChainTooDeep) {
   TempDir dir;
   for (int i = 0; i < 20; ++i)
-    dir.write("c" + std::to_string(i) + ".toml", "extends = \"c" + std::to_string(i + 1) + ".toml\"\n");
+    dir.write("c" + std::to_string(i) + ".toml",
+              "extends = \"c" + std::to_string(i + 1) + ".toml\"\n");
   dir.write("c20.toml", "[run]\nseed = 1\n");
   // c0 is the 1st file: the 17th (c16) is one too many.
-  ExpectError(LoadError(dir.path() / "c0.toml"), dir.str("c16.toml"), 1, 1, "extends", "extends chain deeper than 16 files");
+  ExpectError(LoadError(dir.path() / "c0.toml"), dir.str("c16.toml"), 1, 1, "extends",
+              "extends chain deeper than 16 files");
 }
 
 TEST(ConfigErrors, ErrorInBaseFilePointsIntoBase) {
   TempDir dir;
   dir.write("base.toml", "[run]\nseed = 1\n\n[optim]\n  lr = \"high\"\n");
-  const fs::path v = dir.write("variants/v.toml", "extends = \"../base.toml\"\n[precision]\ncompute = \"bf16\"\n");
-  ExpectError(LoadError(v), dir.str("base.toml"), 5, 3, "optim.lr", "expected a number, got string");
+  const fs::path v =
+      dir.write("variants/v.toml", "extends = \"../base.toml\"\n[precision]\ncompute = \"bf16\"\n");
+  ExpectError(LoadError(v), dir.str("base.toml"), 5, 3, "optim.lr",
+              "expected a number, got string");
 }
 
 TEST(ConfigErrors, ErrorInVariantPointsIntoVariant) {
   TempDir dir;
   dir.write("base.toml", kBaseline);
-  const fs::path v = dir.write("variants/v.toml", "extends = \"../base.toml\"\n\n[precision]\ncompute = \"bf8\"\n");
+  const fs::path v = dir.write("variants/v.toml",
+                               "extends = \"../base.toml\"\n\n[precision]\ncompute = \"bf8\"\n");
   ExpectError(LoadError(v), v.string(), 4, 1, "precision.compute", "\"bf8\" is not one of");
 }
 
@@ -461,7 +507,8 @@ TEST(ConfigErrors, CrossKeyRuleAcrossFilesPointsAtTheSettingFile) {
   TempDir dir;
   dir.write("base.toml", "[model]\npreset = \"small\"\n");
   const fs::path v = dir.write("v.toml", "extends = \"base.toml\"\n[model]\nn_heads = 7\n");
-  ExpectError(LoadError(v), v.string(), 3, 1, "model.n_heads", "n_heads = 7 does not divide d_model = 256");
+  ExpectError(LoadError(v), v.string(), 3, 1, "model.n_heads",
+              "n_heads = 7 does not divide d_model = 256");
 }
 
 TEST(ConfigErrors, ParseResolvesExtendsAgainstLabelFolder) {
@@ -550,7 +597,8 @@ TEST(Config, ExtendsOverlay) {
   TempDir dir;
   const fs::path base = dir.write("baseline.toml", kBaseline);
   const fs::path v = dir.write("variants/bf16.toml",
-                               "extends = \"../baseline.toml\"\n\n[run]\nname = \"bf16\"\n\n[precision]\ncompute = \"bf16\"\n");
+                               "extends = \"../baseline.toml\"\n\n[run]\nname = "
+                               "\"bf16\"\n\n[precision]\ncompute = \"bf16\"\n");
   Config b = Config::load(base);
   Config c = Config::load(v);
   EXPECT_EQ(c.str("precision.compute"), "bf16");
@@ -579,7 +627,8 @@ TEST(Config, ExtendsOverlay) {
 
   // The annotated form says which file set what.
   const std::string shown = c.to_toml(true);
-  EXPECT_NE(shown.find("seed = 1234  # from " + dir.str("baseline.toml")), std::string::npos) << shown;
+  EXPECT_NE(shown.find("seed = 1234  # from " + dir.str("baseline.toml")), std::string::npos)
+      << shown;
   EXPECT_NE(shown.find("compute = \"bf16\"\n"), std::string::npos) << shown;
   EXPECT_NE(shown.find("world_size = 1  # default"), std::string::npos) << shown;
 }
@@ -588,7 +637,8 @@ TEST(Config, ExtendsChainResolvesEachRelativeToItsFile) {
   TempDir dir;
   dir.write("root.toml", "[run]\nseed = 1\nsteps = 100\n");
   dir.write("mid/mid.toml", "extends = \"../root.toml\"\n[run]\nseed = 2\n");
-  const fs::path leaf = dir.write("mid/deep/leaf.toml", "extends = \"../mid.toml\"\n[run]\nsteps = 300\n");
+  const fs::path leaf =
+      dir.write("mid/deep/leaf.toml", "extends = \"../mid.toml\"\n[run]\nsteps = 300\n");
   Config c = Config::load(leaf);
   EXPECT_EQ(c.integer("run.seed"), 2);
   EXPECT_EQ(c.integer("run.steps"), 300);
@@ -600,7 +650,8 @@ TEST(Config, ExtendsEachLevelOverridesTheOneBelow) {
   TempDir dir;
   dir.write("base.toml", "[run]\nseed = 5\nsteps = 30\n");
   dir.write("a.toml", "extends = \"base.toml\"\n[run]\nsteps = 40\n");
-  const fs::path top = dir.write("top.toml", "extends = \"a.toml\"\n[run]\nwarmup_steps = 2\nsteps = 50\n");
+  const fs::path top =
+      dir.write("top.toml", "extends = \"a.toml\"\n[run]\nwarmup_steps = 2\nsteps = 50\n");
   Config c = Config::load(top);
   EXPECT_EQ(c.integer("run.seed"), 5);
   EXPECT_EQ(c.integer("run.steps"), 50);
@@ -622,7 +673,8 @@ TEST(Config, RepositoryVariantsChangeOneKnob) {
   };
   for (const auto& [name, key] : expected) {
     Config v = Config::load(root / "configs/variants" / (name + ".toml"));
-    // Exactly one key that matters for the computation; bookkeeping (run.name, gate bounds) may differ.
+    // Exactly one key that matters for the computation; bookkeeping (run.name, gate bounds) may
+    // differ.
     std::set<std::string> changed;
     for (const auto& ch : diff(base, v))
       if (ch.knob != Knob::None) changed.insert(ch.key);
@@ -636,14 +688,15 @@ TEST(Config, RepositoryVariantsChangeOneKnob) {
 // --- positive: overrides ------------------------------------------------------------------------
 
 TEST(Config, OverridesTypedAndBareValues) {
-  Config c = Config::parse("[run]\nseed = 1\n",
-                           "t.toml",
-                           {"run.seed=42", "optim.lr=0.01", "optim.min_lr=0", "precision.compute=bf16",
-                            "run.name=\"quoted name\"", " attention.impl = fused", "gate.min_speedup_pct=-5"});
+  Config c = Config::parse(
+      "[run]\nseed = 1\n", "t.toml",
+      {"run.seed=42", "optim.lr=0.01", "optim.min_lr=0", "precision.compute=bf16",
+       "run.name=\"quoted name\"", " attention.impl = fused", "gate.min_speedup_pct=-5"});
   EXPECT_EQ(c.integer("run.seed"), 42);  // the override beats the file
   EXPECT_DOUBLE_EQ(c.number("optim.lr"), 0.01);
-  EXPECT_TRUE(std::holds_alternative<double>(c.value("optim.min_lr")));  // integer 0 for a float key
-  EXPECT_EQ(c.str("precision.compute"), "bf16");                          // bare word = string
+  EXPECT_TRUE(
+      std::holds_alternative<double>(c.value("optim.min_lr")));  // integer 0 for a float key
+  EXPECT_EQ(c.str("precision.compute"), "bf16");                 // bare word = string
   EXPECT_EQ(c.str("run.name"), "quoted name");
   EXPECT_EQ(c.str("attention.impl"), "fused");  // spaces around the key and value are fine
   EXPECT_DOUBLE_EQ(c.number("gate.min_speedup_pct"), -5.0);
@@ -660,7 +713,8 @@ TEST(Config, LaterOverrideWins) {
 TEST(Config, OverrideOfExtendedConfig) {
   TempDir dir;
   dir.write("baseline.toml", kBaseline);
-  const fs::path v = dir.write("variants/v.toml", "extends = \"../baseline.toml\"\n[precision]\ncompute = \"tf32\"\n");
+  const fs::path v = dir.write("variants/v.toml",
+                               "extends = \"../baseline.toml\"\n[precision]\ncompute = \"tf32\"\n");
   Config c = Config::load(v, {"precision.compute=fp16", "run.device=cuda"});
   EXPECT_EQ(c.str("precision.compute"), "fp16");
   EXPECT_EQ(c.str("run.device"), "cuda");
@@ -673,7 +727,7 @@ TEST(Config, ToTomlRoundTripsDefaults) {
   Config c = Config::parse("", "t.toml");
   const std::string text = c.to_toml();
   EXPECT_EQ(text.rfind("[run]\n", 0), 0u) << text;
-  EXPECT_EQ(text.find("# default"), std::string::npos);  // the plain form has no annotations
+  EXPECT_EQ(text.find("# default"), std::string::npos);        // the plain form has no annotations
   EXPECT_EQ(text.find("min_speedup_pct"), std::string::npos);  // unset keys are left out
   EXPECT_NE(text.find("\n[gate]\n"), std::string::npos);
   ExpectRoundTrip(c);
@@ -681,9 +735,12 @@ TEST(Config, ToTomlRoundTripsDefaults) {
 
 TEST(Config, ToTomlRoundTripsEveryKind) {
   Config c = Config::parse(
-      "[run]\nname = \"q\\\"uote \\\\ back\\nnew\\ttab \\u0001 \\u007f del \\u00e9\"\nseed = 9007199254740991\n"
-      "step_timeout_s = 1e9\n[model]\npreset = \"small\"\nn_heads = 16\n[optim]\nlr = 0.1\nmin_lr = 1e-7\neps = 5e-324\n"
-      "[data]\nsource = \"tokens\"\npath = \"data/x.bin\"\n[gate]\nmin_speedup_pct = 12.5\nmin_memory_saving_pct = -1e6\n",
+      "[run]\nname = \"q\\\"uote \\\\ back\\nnew\\ttab \\u0001 \\u007f del \\u00e9\"\nseed = "
+      "9007199254740991\n"
+      "step_timeout_s = 1e9\n[model]\npreset = \"small\"\nn_heads = 16\n[optim]\nlr = 0.1\nmin_lr "
+      "= 1e-7\neps = 5e-324\n"
+      "[data]\nsource = \"tokens\"\npath = \"data/x.bin\"\n[gate]\nmin_speedup_pct = "
+      "12.5\nmin_memory_saving_pct = -1e6\n",
       "t.toml");
   EXPECT_EQ(c.str("run.name"), "q\"uote \\ back\nnew\ttab \x01 \x7f del \xc3\xa9");
   ExpectRoundTrip(c);
@@ -692,7 +749,8 @@ TEST(Config, ToTomlRoundTripsEveryKind) {
 TEST(Config, ToTomlRoundTripsOverridesAndExtends) {
   TempDir dir;
   dir.write("baseline.toml", kBaseline);
-  const fs::path v = dir.write("variants/v.toml", "extends = \"../baseline.toml\"\n[attention]\nimpl = \"fused\"\n");
+  const fs::path v = dir.write("variants/v.toml",
+                               "extends = \"../baseline.toml\"\n[attention]\nimpl = \"fused\"\n");
   ExpectRoundTrip(Config::load(v, {"run.seed=7", "optim.warmup=0"}));
 }
 
@@ -704,11 +762,13 @@ TEST(Config, HashIsStable) {
   ASSERT_EQ(a.hash().size(), 16u);
   EXPECT_EQ(a.hash().find_first_not_of("0123456789abcdef"), std::string::npos) << a.hash();
   // Comments, order, whitespace and how a value is spelled do not matter; the values do.
-  Config c = Config::parse("# reordered\n[optim]\n  lr = 2e-3\n\n[run]\nseed=3\n", "elsewhere/c.toml");
+  Config c =
+      Config::parse("# reordered\n[optim]\n  lr = 2e-3\n\n[run]\nseed=3\n", "elsewhere/c.toml");
   EXPECT_EQ(c.hash(), a.hash());
   EXPECT_EQ(Config::parse("", "x.toml", {"run.seed=3", "optim.lr=0.002"}).hash(), a.hash());
   // Writing a default explicitly is the same computation.
-  EXPECT_EQ(Config::parse("[run]\nsteps = 200\n", "t.toml").hash(), Config::parse("", "t.toml").hash());
+  EXPECT_EQ(Config::parse("[run]\nsteps = 200\n", "t.toml").hash(),
+            Config::parse("", "t.toml").hash());
 }
 
 TEST(Config, HashIgnoresRunName) {
@@ -723,8 +783,9 @@ TEST(Config, HashIgnoresRunName) {
 TEST(Config, HashChangesWithAnyValue) {
   const std::string base = Config::parse("", "t.toml").hash();
   std::set<std::string> hashes{base};
-  for (const char* o : {"run.seed=1", "run.steps=201", "optim.lr=0.004", "precision.compute=bf16", "attention.impl=fused",
-                        "gate.repeats=6", "faults.stall_every=3", "gate.min_speedup_pct=1", "model.preset=small"}) {
+  for (const char* o : {"run.seed=1", "run.steps=201", "optim.lr=0.004", "precision.compute=bf16",
+                        "attention.impl=fused", "gate.repeats=6", "faults.stall_every=3",
+                        "gate.min_speedup_pct=1", "model.preset=small"}) {
     const std::string h = Config::parse("", "t.toml", {o}).hash();
     EXPECT_NE(h, base) << o;
     hashes.insert(h);
@@ -743,9 +804,10 @@ TEST(Config, NegativeZeroIsZero) {
 
 TEST(Config, DiffListsExactlyTheChangedKeys) {
   Config a = Config::parse("[run]\nseed = 1\n[model]\npreset = \"tiny\"\n", "a.toml");
-  Config b = Config::parse("[run]\nseed = 2\n[model]\npreset = \"tiny\"\nn_layers = 3\n[gate]\nmin_speedup_pct = 5\n"
-                           "[parallel]\nzero_stage = 1\n",
-                           "a.toml");
+  Config b = Config::parse(
+      "[run]\nseed = 2\n[model]\npreset = \"tiny\"\nn_layers = 3\n[gate]\nmin_speedup_pct = 5\n"
+      "[parallel]\nzero_stage = 1\n",
+      "a.toml");
   std::vector<Change> d = diff(a, b);
   ASSERT_EQ(d.size(), 4u);
   // In schema order: run, model, parallel, ..., gate.
@@ -816,6 +878,7 @@ TEST(ConfigDocs, ReadmeReferenceMatchesTheSchemas) {
   const auto a = readme.find(begin), b = readme.find(end);
   ASSERT_NE(a, std::string::npos);
   ASSERT_NE(b, std::string::npos);
-  EXPECT_EQ(readme.substr(a + begin.size(), b - a - begin.size()), lockstep::config::keys_markdown())
+  EXPECT_EQ(readme.substr(a + begin.size(), b - a - begin.size()),
+            lockstep::config::keys_markdown())
       << "regenerate with: build/lockstep config keys";
 }

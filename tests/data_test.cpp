@@ -26,7 +26,8 @@ DataConfig synthetic(int64_t fanout = 4) {
 }
 
 fs::path temp_file(const std::string& name, const std::string& bytes) {
-  fs::path p = fs::temp_directory_path() / ("lockstep-data-" + std::to_string(std::random_device{}()) + "-" + name);
+  fs::path p = fs::temp_directory_path() /
+               ("lockstep-data-" + std::to_string(std::random_device{}()) + "-" + name);
   std::ofstream(p, std::ios::binary) << bytes;
   return p;
 }
@@ -40,7 +41,8 @@ std::vector<int64_t> sample(const TokenSource& s, uint64_t index, int64_t len) {
 }  // namespace
 
 TEST(SyntheticData, IsAPureFunctionOfSeedAndIndex) {
-  auto a = make_source(synthetic(), 512, 65, 7), b = make_source(synthetic(), 512, 65, 7), c = make_source(synthetic(), 512, 65, 8);
+  auto a = make_source(synthetic(), 512, 65, 7), b = make_source(synthetic(), 512, 65, 7),
+       c = make_source(synthetic(), 512, 65, 8);
   EXPECT_EQ(sample(*a, 3, 65), sample(*b, 3, 65));
   EXPECT_NE(sample(*a, 3, 65), sample(*a, 4, 65));
   EXPECT_NE(sample(*a, 3, 65), sample(*c, 3, 65));
@@ -99,7 +101,8 @@ TEST(TextData, BytesOfAFileAsTokens) {
   EXPECT_EQ(v, sample(*s, 5, 8));
   d.path = (p.string() + ".missing");
   EXPECT_THROW(make_source(d, 256, 8, 1), std::runtime_error);
-  EXPECT_THROW(make_source(DataConfig{"text", p.string(), 8, 1, 4}, 256, 1000, 1), std::runtime_error);  // shorter than a sample
+  EXPECT_THROW(make_source(DataConfig{"text", p.string(), 8, 1, 4}, 256, 1000, 1),
+               std::runtime_error);  // shorter than a sample
   fs::remove(p);
 }
 
@@ -124,7 +127,9 @@ TEST(TokenData, Uint16FilesRawAndWithTheLlmcHeader) {
     make_source(d, 5, 4, 1);
     FAIL() << "token >= vocab accepted";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("token 5 at position 4 >= vocab_size 5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("token 5 at position 4 >= vocab_size 5"),
+              std::string::npos)
+        << e.what();
   }
   auto odd = temp_file("odd.bin", raw + "x");
   d.path = odd.string();
@@ -161,7 +166,11 @@ TEST(Rendezvous, TorchrunSlurmOpenMpiAndDefaults) {
   EXPECT_EQ(d.rank, 0);
   EXPECT_EQ(d.world_size, 1);
   EXPECT_EQ(d.source, "default");
-  auto t = info({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "10.0.0.2"}, {"MASTER_PORT", "29600"},
+  auto t = info({{"RANK", "1"},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_RANK", "1"},
+                 {"MASTER_ADDR", "10.0.0.2"},
+                 {"MASTER_PORT", "29600"},
                  {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
   EXPECT_EQ(t.rank, 1);
   EXPECT_EQ(t.world_size, 4);
@@ -175,11 +184,14 @@ TEST(Rendezvous, TorchrunSlurmOpenMpiAndDefaults) {
   EXPECT_EQ(s.local_rank, 1);
   EXPECT_EQ(s.source, "slurm");
   EXPECT_FALSE(s.agent_store);
-  auto m = info({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  auto m = info({{"OMPI_COMM_WORLD_RANK", "2"},
+                 {"OMPI_COMM_WORLD_SIZE", "3"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
   EXPECT_EQ(m.rank, 2);
   EXPECT_EQ(m.source, "openmpi");
   // torchrun's variables win over a surrounding Slurm allocation.
-  auto both = info({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "9"}});
+  auto both =
+      info({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "9"}});
   EXPECT_EQ(both.world_size, 2);
 }
 
@@ -193,7 +205,8 @@ TEST(Rendezvous, InconsistentEnvironmentsAreErrorsNamingTheVariable) {
     return std::string("no error");
   };
   EXPECT_NE(msg({{"RANK", "0"}}).find("WORLD_SIZE is missing"), std::string::npos);
-  EXPECT_NE(msg({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos);
+  EXPECT_NE(msg({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"),
+            std::string::npos);
   EXPECT_NE(msg({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK=\"x\""), std::string::npos);
   EXPECT_NE(msg({{"MASTER_PORT", "70000"}}).find("MASTER_PORT"), std::string::npos);
 }

@@ -24,9 +24,15 @@ fs::path kept_dir(const std::string& name) {
 }
 
 // Runs CONFIG with the fault, stopping 20 steps after it (the schedule stays 200 steps long).
-void run_with_fault(const std::string& config, const std::vector<std::string>& sets, const fs::path& out, const fs::path& logs,
-                    int expect_exit = 0) {
-  std::vector<std::string> args{"run", config, "--out", out.string(), "--quiet", "--stop-after", std::to_string(kFaultStep + 20)};
+void run_with_fault(const std::string& config, const std::vector<std::string>& sets,
+                    const fs::path& out, const fs::path& logs, int expect_exit = 0) {
+  std::vector<std::string> args{"run",
+                                config,
+                                "--out",
+                                out.string(),
+                                "--quiet",
+                                "--stop-after",
+                                std::to_string(kFaultStep + 20)};
   for (const auto& s : sets) args.push_back("--set"), args.push_back(s);
   auto r = run_lockstep(args, logs, 600);
   ASSERT_EQ(r.exit_code, expect_exit) << r.output;
@@ -53,22 +59,26 @@ void expect_top_cause(const json& d, int step, const std::string& cause, int tol
       hit = &s;
       break;
     }
-  ASSERT_NE(hit, nullptr) << "no event within " << tol << " steps of " << step << ":\n" << d.dump(2);
+  ASSERT_NE(hit, nullptr) << "no event within " << tol << " steps of " << step << ":\n"
+                          << d.dump(2);
   const auto& causes = (*hit)["causes"];
   ASSERT_EQ(causes.size(), 6u);
   EXPECT_EQ(causes[0]["cause"], cause) << hit->dump(2);
   EXPECT_GT(causes[0]["score"].get<double>(), causes[1]["score"].get<double>()) << hit->dump(2);
   // Measured results, for the record (ctest --output-on-failure -V shows them).
-  std::printf("[diagnose] fault -> event at step %d (%s): top %s %.3f, runner-up %s %.3f\n  %s\n", (*hit)["step"].get<int>(),
-              (*hit)["kind"].get<std::string>().c_str(), causes[0]["cause"].get<std::string>().c_str(), causes[0]["score"].get<double>(),
-              causes[1]["cause"].get<std::string>().c_str(), causes[1]["score"].get<double>(), causes[0]["evidence"].get<std::string>().c_str());
+  std::printf("[diagnose] fault -> event at step %d (%s): top %s %.3f, runner-up %s %.3f\n  %s\n",
+              (*hit)["step"].get<int>(), (*hit)["kind"].get<std::string>().c_str(),
+              causes[0]["cause"].get<std::string>().c_str(), causes[0]["score"].get<double>(),
+              causes[1]["cause"].get<std::string>().c_str(), causes[1]["score"].get<double>(),
+              causes[0]["evidence"].get<std::string>().c_str());
 }
 
 }  // namespace
 
 TEST(DiagnoseCli, CorruptBatchIsData) {
   TempDir tmp;
-  run_with_fault("configs/baseline.toml", {"faults.corrupt_batch_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path());
+  run_with_fault("configs/baseline.toml", {"faults.corrupt_batch_at=" + std::to_string(kFaultStep)},
+                 tmp.path() / "run", tmp.path());
   auto d = diagnose_json(tmp.path() / "run", tmp.path());
   expect_top_cause(d, kFaultStep, "data");
   EXPECT_TRUE(fs::exists(tmp.path() / "run" / "diagnosis.json"));
@@ -78,8 +88,10 @@ TEST(DiagnoseCli, CorruptBatchIsData) {
 
 TEST(DiagnoseCli, LrSpikeIsLr) {
   TempDir tmp;
-  const fs::path run = kept_dir("lr_spike");  // diagnosis.html here is opened by diagnose_html_renders
-  run_with_fault("configs/baseline.toml", {"faults.lr_spike_at=" + std::to_string(kFaultStep)}, run, tmp.path());
+  const fs::path run =
+      kept_dir("lr_spike");  // diagnosis.html here is opened by diagnose_html_renders
+  run_with_fault("configs/baseline.toml", {"faults.lr_spike_at=" + std::to_string(kFaultStep)}, run,
+                 tmp.path());
   auto d = diagnose_json(run, tmp.path());
   expect_top_cause(d, kFaultStep + 1, "lr");  // the LR of step k shows in the loss of step k+1
   // The text form goes to stdout and names the same thing.
@@ -91,13 +103,15 @@ TEST(DiagnoseCli, LrSpikeIsLr) {
 
 TEST(DiagnoseCli, GradBlowupIsGrad) {
   TempDir tmp;
-  run_with_fault("configs/baseline.toml", {"faults.grad_blowup_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path());
+  run_with_fault("configs/baseline.toml", {"faults.grad_blowup_at=" + std::to_string(kFaultStep)},
+                 tmp.path() / "run", tmp.path());
   expect_top_cause(diagnose_json(tmp.path() / "run", tmp.path()), kFaultStep, "grad");
 }
 
 TEST(DiagnoseCli, NonFiniteIsNumerics) {
   TempDir tmp;
-  run_with_fault("configs/baseline.toml", {"faults.nonfinite_at=" + std::to_string(kFaultStep)}, tmp.path() / "run", tmp.path(), 3);
+  run_with_fault("configs/baseline.toml", {"faults.nonfinite_at=" + std::to_string(kFaultStep)},
+                 tmp.path() / "run", tmp.path(), 3);
   auto d = diagnose_json(tmp.path() / "run", tmp.path());
   expect_top_cause(d, kFaultStep, "numerics", 0);
   EXPECT_EQ(d["status"], "nonfinite");
@@ -106,8 +120,9 @@ TEST(DiagnoseCli, NonFiniteIsNumerics) {
 TEST(DiagnoseCli, StalledRankIsSync) {
   TempDir tmp;
   run_with_fault("configs/ddp2.toml",
-                 {"faults.stall_rank=1", "faults.stall_at=" + std::to_string(kFaultStep), "faults.stall_ms=1500"}, tmp.path() / "run",
-                 tmp.path());
+                 {"faults.stall_rank=1", "faults.stall_at=" + std::to_string(kFaultStep),
+                  "faults.stall_ms=1500"},
+                 tmp.path() / "run", tmp.path());
   auto d = diagnose_json(tmp.path() / "run", tmp.path());
   EXPECT_EQ(d["ranks"], 2);
   expect_top_cause(d, kFaultStep, "sync");
@@ -132,9 +147,12 @@ TEST(DiagnoseCli, BadRunFolderIsAUsageError) {
 // measured per-layer costs.
 TEST(TraceCheckCli, TwoRankRunTraceIsValid) {
   TempDir tmp;
-  auto run = run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "run", "--quiet"}, tmp.path(), 600);
+  auto run =
+      run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "run", "--quiet"},
+                   tmp.path(), 600);
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  const fs::path t0 = tmp.path() / "run" / "trace.rank0.json", t1 = tmp.path() / "run" / "trace.rank1.json";
+  const fs::path t0 = tmp.path() / "run" / "trace.rank0.json",
+                 t1 = tmp.path() / "run" / "trace.rank1.json";
   ASSERT_TRUE(fs::exists(t0) && fs::exists(t1)) << "the run wrote no per-rank traces";
   auto ok = run_lockstep({"trace-check", t0.string(), t1.string()}, tmp.path(), 120);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
@@ -176,17 +194,22 @@ TEST(StagesCli, EmbeddingHeavyModelGivesTheFirstStageFewerBlocks) {
   TempDir tmp;
   json units = json::array();
   units.push_back({{"name", "embedding"}, {"forward_ms", 12.0}, {"backward_ms", 24.0}});
-  for (int i = 0; i < 8; ++i) units.push_back({{"name", "block " + std::to_string(i)}, {"forward_ms", 3.0}, {"backward_ms", 6.0}});
+  for (int i = 0; i < 8; ++i)
+    units.push_back(
+        {{"name", "block " + std::to_string(i)}, {"forward_ms", 3.0}, {"backward_ms", 6.0}});
   units.push_back({{"name", "head+loss"}, {"forward_ms", 4.0}, {"backward_ms", 5.0}});
   fs::create_directories(tmp.path() / "run");
-  std::ofstream(tmp.path() / "run" / "layer_costs.json") << json{{"steps", 5}, {"units", units}}.dump(2);
+  std::ofstream(tmp.path() / "run" / "layer_costs.json")
+      << json{{"steps", 5}, {"units", units}}.dump(2);
   auto r = run_lockstep({"stages", tmp / "run", "--stages", "2", "--json"}, tmp.path(), 60);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = json::parse(r.output.substr(r.output.find('{')));
   EXPECT_EQ(j["microbatches"], 8);
-  EXPECT_LT(j["optimal"]["stages"][0]["blocks"].get<int>(), j["naive"]["stages"][0]["blocks"].get<int>());
+  EXPECT_LT(j["optimal"]["stages"][0]["blocks"].get<int>(),
+            j["naive"]["stages"][0]["blocks"].get<int>());
   EXPECT_LT(j["optimal"]["max_ms"].get<double>(), j["naive"]["max_ms"].get<double>());
-  auto text = run_lockstep({"stages", tmp / "run", "--stages", "3", "--microbatches", "6"}, tmp.path(), 60);
+  auto text =
+      run_lockstep({"stages", tmp / "run", "--stages", "3", "--microbatches", "6"}, tmp.path(), 60);
   EXPECT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("optimal split"), std::string::npos) << text.output;
   auto too_many = run_lockstep({"stages", tmp / "run", "--stages", "9"}, tmp.path(), 60);

@@ -35,7 +35,8 @@ RunRecords clean_run(int64_t steps = 200, int world = 1, uint64_t seed = 7) {
   Noise n(seed);
   run.ranks.resize(static_cast<size_t>(world));
   for (int64_t s = 1; s <= steps; ++s) {
-    const double lr = s <= 20 ? 3e-3 * s / 20.0 : 3e-4 + 0.5 * 2.7e-3 * (1 + std::cos(M_PI * (s - 20) / 180.0));
+    const double lr =
+        s <= 20 ? 3e-3 * s / 20.0 : 3e-4 + 0.5 * 2.7e-3 * (1 + std::cos(M_PI * (s - 20) / 180.0));
     const double loss = 2.0 + 4.2 * std::exp(-s / 30.0) + 0.03 * n();
     const double gn = 0.6 + 0.05 * n();
     for (int r = 0; r < world; ++r) {
@@ -48,10 +49,12 @@ RunRecords clean_run(int64_t steps = 200, int world = 1, uint64_t seed = 7) {
       rec.lr = lr;
       rec.tokens = 2048;
       rec.timed = s > 5;
-      rec.phase_ms = {{"data", 1 + 0.1 * n()},      {"forward", 10 + 0.5 * n()}, {"backward", 15 + 0.5 * n()},
-                      {"comm", world > 1 ? 3 + 0.3 * n() : 0.0}, {"optimizer", 2 + 0.1 * n()}, {"other", 0.2 + 0.05 * n()}};
+      rec.phase_ms = {{"data", 1 + 0.1 * n()},      {"forward", 10 + 0.5 * n()},
+                      {"backward", 15 + 0.5 * n()}, {"comm", world > 1 ? 3 + 0.3 * n() : 0.0},
+                      {"optimizer", 2 + 0.1 * n()}, {"other", 0.2 + 0.05 * n()}};
       for (const auto& [p, ms] : rec.phase_ms) rec.step_ms += ms;
-      for (int u = 0; u < 5; ++u) rec.unit_grad_norms.push_back(gn / std::sqrt(5.0) * (1 + 0.05 * n()));
+      for (int u = 0; u < 5; ++u)
+        rec.unit_grad_norms.push_back(gn / std::sqrt(5.0) * (1 + 0.05 * n()));
       rec.batch_entropy = 5.5 + 0.02 * n();
       rec.batch_repeat_share = 0.02 + 0.004 * n();
       rec.batch_hash = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(s * 7 + r);
@@ -61,7 +64,9 @@ RunRecords clean_run(int64_t steps = 200, int world = 1, uint64_t seed = 7) {
   return run;
 }
 
-StepRecord& at(RunRecords& run, int64_t step, int rank = 0) { return run.ranks[static_cast<size_t>(rank)][static_cast<size_t>(step - 1)]; }
+StepRecord& at(RunRecords& run, int64_t step, int rank = 0) {
+  return run.ranks[static_cast<size_t>(rank)][static_cast<size_t>(step - 1)];
+}
 
 // A loss bump at `from` that decays back over a few steps (on every rank).
 void loss_bump(RunRecords& run, int64_t from, double height) {
@@ -83,12 +88,14 @@ std::string dump(const std::vector<Diagnosis>& ds) {
   std::string s;
   for (const auto& d : ds) {
     s += "event " + std::to_string(d.event.step) + " (" + d.event.kinds() + ")\n";
-    for (const auto& c : d.causes) s += "  " + c.cause + " " + std::to_string(c.score) + " " + c.evidence + "\n";
+    for (const auto& c : d.causes)
+      s += "  " + c.cause + " " + std::to_string(c.score) + " " + c.evidence + "\n";
   }
   return s.empty() ? "no events" : s;
 }
 
-// ---- events --------------------------------------------------------------------------------------
+// ---- events
+// --------------------------------------------------------------------------------------
 
 TEST(DiagnoseSpikes, CleanRunHasNoEvents) {
   for (uint64_t seed : {1, 2, 3, 4, 5}) {
@@ -100,7 +107,10 @@ TEST(DiagnoseSpikes, CleanRunHasNoEvents) {
 }
 
 TEST(DiagnoseSpikes, NearbyDetectionsMergeAtTheFirstStep) {
-  std::vector<Detection> ds{{"loss", 102, 0, 0, 0, 0}, {"step_time", 100, 1, 0, 0, 0}, {"loss", 104, 0, 0, 0, 0}, {"loss", 110, 0, 0, 0, 0}};
+  std::vector<Detection> ds{{"loss", 102, 0, 0, 0, 0},
+                            {"step_time", 100, 1, 0, 0, 0},
+                            {"loss", 104, 0, 0, 0, 0},
+                            {"loss", 110, 0, 0, 0, 0}};
   auto ev = merge(ds, 2);
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].step, 100);
@@ -153,7 +163,8 @@ TEST(DiagnoseCauses, LrJumpIsLr) {
   const auto* d = event_near(ds, 121, 0);
   ASSERT_NE(d, nullptr) << dump(ds);
   EXPECT_EQ(d->causes.front().cause, "lr") << dump(ds);
-  EXPECT_NE(d->causes.front().evidence.find("at step 120 is 29.5x step 119's"), std::string::npos) << d->causes.front().evidence;
+  EXPECT_NE(d->causes.front().evidence.find("at step 120 is 29.5x step 119's"), std::string::npos)
+      << d->causes.front().evidence;
   EXPECT_LT(d->causes[1].score, d->causes.front().score);
 }
 
@@ -166,7 +177,8 @@ TEST(DiagnoseCauses, GradientBlowupIsGrad) {
   const auto* d = event_near(ds, 120, 0);
   ASSERT_NE(d, nullptr) << dump(ds);
   EXPECT_EQ(d->causes.front().cause, "grad") << dump(ds);
-  EXPECT_NE(d->causes.front().evidence.find("unit 3 (block 2)"), std::string::npos) << d->causes.front().evidence;
+  EXPECT_NE(d->causes.front().evidence.find("unit 3 (block 2)"), std::string::npos)
+      << d->causes.front().evidence;
 }
 
 TEST(DiagnoseCauses, GradientBlowupHiddenByClippingIsStillAnEvent) {
@@ -180,8 +192,10 @@ TEST(DiagnoseCauses, GradientBlowupHiddenByClippingIsStillAnEvent) {
 
 TEST(DiagnoseCauses, GrowingGradientTrendIsGrad) {
   auto run = clean_run();
-  // Slow enough that no single step crosses the 30x grad-norm event threshold before the loss spikes.
-  for (int64_t s = 110; s <= 120; ++s) at(run, s).grad_norm *= std::pow(1.3, static_cast<double>(s - 109));
+  // Slow enough that no single step crosses the 30x grad-norm event threshold before the loss
+  // spikes.
+  for (int64_t s = 110; s <= 120; ++s)
+    at(run, s).grad_norm *= std::pow(1.3, static_cast<double>(s - 109));
   loss_bump(run, 121, 3.0);
   auto ds = diagnose(run);
   const auto* d = event_near(ds, 121);
@@ -200,7 +214,8 @@ TEST(DiagnoseCauses, NonFiniteLossIsNumerics) {
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].event.step, 120);
   EXPECT_EQ(ds[0].causes.front().cause, "numerics") << dump(ds);
-  EXPECT_NE(ds[0].causes.front().evidence.find("123456 non-finite gradient element(s)"), std::string::npos);
+  EXPECT_NE(ds[0].causes.front().evidence.find("123456 non-finite gradient element(s)"),
+            std::string::npos);
 }
 
 TEST(DiagnoseCauses, SlowStepOnOneRankWithNothingElseIsHardware) {
@@ -216,7 +231,8 @@ TEST(DiagnoseCauses, SlowStepOnOneRankWithNothingElseIsHardware) {
 
 TEST(DiagnoseCauses, AllRanksSlowTogetherIsHardwareNotSync) {
   auto run = clean_run(200, 2);
-  for (int r = 0; r < 2; ++r) at(run, 150, r).phase_ms["forward"] += 400, at(run, 150, r).step_ms += 400;
+  for (int r = 0; r < 2; ++r)
+    at(run, 150, r).phase_ms["forward"] += 400, at(run, 150, r).step_ms += 400;
   auto ds = diagnose(run);
   ASSERT_EQ(ds.size(), 1u) << dump(ds);
   EXPECT_EQ(ds[0].causes.front().cause, "hardware") << dump(ds);
@@ -263,7 +279,8 @@ TEST(DiagnoseCauses, WarmupEndNearTheSpikeScoresLrModestly) {
 
 TEST(DiagnoseCauses, TiesFollowTheStandardOrder) {
   std::vector<Cause> cs;
-  for (auto it = cause_order().rbegin(); it != cause_order().rend(); ++it) cs.push_back({*it, 0.5, ""});
+  for (auto it = cause_order().rbegin(); it != cause_order().rend(); ++it)
+    cs.push_back({*it, 0.5, ""});
   cs.push_back({"grad", 0.9, ""});
   sort_causes(cs);
   ASSERT_EQ(cs.size(), 7u);
@@ -287,7 +304,8 @@ TEST(DiagnoseCauses, EveryCauseIsScoredForEveryEvent) {
   }
 }
 
-// ---- report ---------------------------------------------------------------------------------------
+// ---- report
+// ---------------------------------------------------------------------------------------
 
 TEST(DiagnoseReport, JsonHasTheContractSchema) {
   auto run = clean_run();
@@ -320,22 +338,27 @@ TEST(DiagnoseReport, HtmlIsSelfContainedAndMarksTheSpike) {
   auto html = render_html(diagnose_records(run));
   EXPECT_NE(html.find("<h2>Step 121"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  for (const char* ext : {"src=\"http", "href=\"http", "src='http", "href='http", "<link rel=\"stylesheet"})
+  for (const char* ext :
+       {"src=\"http", "href=\"http", "src='http", "href='http", "<link rel=\"stylesheet"})
     EXPECT_EQ(html.find(ext), std::string::npos) << ext;  // nothing loaded from outside the page
   // The loss plot, or why it is unavailable (no gnuplot): the page renders either way.
-  EXPECT_TRUE(html.find("step 121: lr") != std::string::npos || html.find("plot unavailable") != std::string::npos);
+  EXPECT_TRUE(html.find("step 121: lr") != std::string::npos ||
+              html.find("plot unavailable") != std::string::npos);
 }
 
 TEST(DiagnoseReport, ReadsEveryRankFileAndWritesAtomically) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("lockstep-diag-" + std::to_string(std::random_device{}()));
+  fs::path dir =
+      fs::temp_directory_path() / ("lockstep-diag-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   auto run = clean_run(200, 2);
   at(run, 120, 1).phase_ms["other"] += 1500, at(run, 120, 1).step_ms += 1500;
   at(run, 121, 0).phase_ms["comm"] += 1495, at(run, 121, 0).step_ms += 1495;
   for (int r = 0; r < 2; ++r) {
-    std::ofstream out(dir / (r == 0 ? std::string("metrics.jsonl") : "metrics.rank" + std::to_string(r) + ".jsonl"));
-    for (const auto& rec : run.ranks[static_cast<size_t>(r)]) out << reports::to_json(rec).dump() << "\n";
+    std::ofstream out(dir / (r == 0 ? std::string("metrics.jsonl")
+                                    : "metrics.rank" + std::to_string(r) + ".jsonl"));
+    for (const auto& rec : run.ranks[static_cast<size_t>(r)])
+      out << reports::to_json(rec).dump() << "\n";
   }
   auto rep = diagnose_run(dir);
   EXPECT_EQ(rep.run.world(), 2);
@@ -343,18 +366,21 @@ TEST(DiagnoseReport, ReadsEveryRankFileAndWritesAtomically) {
   EXPECT_EQ(rep.diagnoses[0].causes.front().cause, "sync");
   auto files = write_diagnosis(rep, dir / "out");
   for (const auto& f : files) EXPECT_TRUE(fs::exists(f)) << f;
-  for (const auto& e : fs::directory_iterator(dir / "out")) EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir / "out"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos);
   EXPECT_THROW(diagnose_run(dir / "missing"), std::runtime_error);
   fs::remove_all(dir);
 }
 
-// ---- stages ---------------------------------------------------------------------------------------
+// ---- stages
+// ---------------------------------------------------------------------------------------
 
 LayerCosts costs(double emb, const std::vector<double>& blocks, double head) {
   LayerCosts c;
   c.steps = 10;
   c.units.push_back({"embedding", emb * 0.4, emb * 0.6});
-  for (size_t i = 0; i < blocks.size(); ++i) c.units.push_back({"block " + std::to_string(i), blocks[i] / 3, blocks[i] * 2 / 3});
+  for (size_t i = 0; i < blocks.size(); ++i)
+    c.units.push_back({"block " + std::to_string(i), blocks[i] / 3, blocks[i] * 2 / 3});
   c.units.push_back({"head+loss", head / 2, head / 2});
   return c;
 }
@@ -367,7 +393,8 @@ TEST(DiagnoseStages, EmbeddingHeavyFirstStageGetsFewerBlocks) {
   EXPECT_EQ(p.naive.stages[0].last_block, 3u);  // 4 + 4 blocks
   EXPECT_NEAR(p.naive.max_ms, 80, 1e-9);        // embedding + 4 blocks
   EXPECT_NEAR(p.optimal.max_ms, 70, 1e-9);      // embedding + 3 blocks | 5 blocks + head
-  EXPECT_LT(p.optimal.stages[0].last_block - p.optimal.stages[0].first_block, p.naive.stages[0].last_block - p.naive.stages[0].first_block);
+  EXPECT_LT(p.optimal.stages[0].last_block - p.optimal.stages[0].first_block,
+            p.naive.stages[0].last_block - p.naive.stages[0].first_block);
   EXPECT_TRUE(p.optimal.stages[0].has_embedding);
   EXPECT_TRUE(p.optimal.stages[1].has_head);
   EXPECT_NEAR(p.naive.imbalance_pct, (80.0 / 70.0 - 1) * 100, 1e-9);
@@ -393,7 +420,8 @@ TEST(DiagnoseStages, OptimalMatchesBruteForceOnSmallCases) {
     for (int64_t P = 1; P <= static_cast<int64_t>(B); ++P) {
       double best = INFINITY;
       // every composition of B into P positive parts: choose P-1 cut points among B-1
-      std::function<void(size_t, std::vector<size_t>&)> rec = [&](size_t left, std::vector<size_t>& sizes) {
+      std::function<void(size_t, std::vector<size_t>&)> rec = [&](size_t left,
+                                                                  std::vector<size_t>& sizes) {
         if (sizes.size() + 1 == static_cast<size_t>(P)) {
           sizes.push_back(left);
           best = std::min(best, split_from_sizes(c, sizes, 1).max_ms);
@@ -424,9 +452,10 @@ TEST(DiagnoseStages, NaiveSplitIsEven) {
 
 TEST(DiagnoseStages, LayerCostsFileIsValidated) {
   json ok = {{"steps", 5},
-             {"units", {{{"name", "embedding"}, {"forward_ms", 1}, {"backward_ms", 2}},
-                        {{"name", "block 0"}, {"forward_ms", 3}, {"backward_ms", 4}},
-                        {{"name", "head+loss"}, {"forward_ms", 5}, {"backward_ms", 6}}}}};
+             {"units",
+              {{{"name", "embedding"}, {"forward_ms", 1}, {"backward_ms", 2}},
+               {{"name", "block 0"}, {"forward_ms", 3}, {"backward_ms", 4}},
+               {{"name", "head+loss"}, {"forward_ms", 5}, {"backward_ms", 6}}}}};
   auto c = layer_costs_from_json(ok);
   EXPECT_EQ(c.blocks(), 1u);
   EXPECT_EQ(c.steps, 5);
@@ -442,19 +471,25 @@ TEST(DiagnoseStages, LayerCostsFileIsValidated) {
   EXPECT_THROW(layer_costs_from_json(json::array()), std::runtime_error);
 }
 
-// ---- trace check ----------------------------------------------------------------------------------
+// ---- trace check
+// ----------------------------------------------------------------------------------
 
 json valid_trace(int pid = 0) {
-  return json{{"traceEvents",
-               {{{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "rank 0"}}}},
-                {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "trainer"}}}},
-                {{"name", "step 1"}, {"ph", "X"}, {"ts", 0}, {"dur", 100}, {"pid", pid}, {"tid", 0}},
-                {{"name", "forward"}, {"ph", "B"}, {"ts", 1}, {"pid", pid}, {"tid", 0}},
-                {{"name", "matmul"}, {"ph", "B"}, {"ts", 2}, {"pid", pid}, {"tid", 0}},
-                {{"ph", "E"}, {"name", "matmul"}, {"ts", 5}, {"pid", pid}, {"tid", 0}},
-                {{"ph", "E"}, {"name", "forward"}, {"ts", 50}, {"pid", pid}, {"tid", 0}},
-                {{"name", "mark"}, {"ph", "i"}, {"ts", 60}, {"pid", pid}, {"tid", 1}, {"s", "t"}}}},
-              {"displayTimeUnit", "ms"}};
+  return json{
+      {"traceEvents",
+       {{{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "rank 0"}}}},
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"tid", 0},
+         {"args", {{"name", "trainer"}}}},
+        {{"name", "step 1"}, {"ph", "X"}, {"ts", 0}, {"dur", 100}, {"pid", pid}, {"tid", 0}},
+        {{"name", "forward"}, {"ph", "B"}, {"ts", 1}, {"pid", pid}, {"tid", 0}},
+        {{"name", "matmul"}, {"ph", "B"}, {"ts", 2}, {"pid", pid}, {"tid", 0}},
+        {{"ph", "E"}, {"name", "matmul"}, {"ts", 5}, {"pid", pid}, {"tid", 0}},
+        {{"ph", "E"}, {"name", "forward"}, {"ts", 50}, {"pid", pid}, {"tid", 0}},
+        {{"name", "mark"}, {"ph", "i"}, {"ts", 60}, {"pid", pid}, {"tid", 1}, {"s", "t"}}}},
+      {"displayTimeUnit", "ms"}};
 }
 
 TEST(TraceCheck, ValidDocumentsPass) {
@@ -478,9 +513,23 @@ TEST(TraceCheck, EachRuleViolatedOnceIsOneError) {
       {"X without dur", [](json& e) { e[2].erase("dur"); }, "without a numeric \"dur\""},
       {"X negative dur", [](json& e) { e[2]["dur"] = -1; }, "negative \"dur\""},
       {"unknown phase", [](json& e) { e[7]["ph"] = "Q"; }, "unknown phase"},
-      {"E without B", [](json& e) { e.push_back({{"ph", "E"}, {"name", "x"}, {"ts", 70}, {"pid", 0}, {"tid", 3}}); }, "without an open \"B\""},
-      {"B never closed", [](json& e) { e.push_back({{"ph", "B"}, {"name", "open"}, {"ts", 70}, {"pid", 0}, {"tid", 0}}); }, "never closed"},
-      {"E closes the wrong B", [](json& e) { std::swap(e[5], e[6]); e[5]["ts"] = 5; e[6]["ts"] = 50; }, "not nested"},
+      {"E without B",
+       [](json& e) {
+         e.push_back({{"ph", "E"}, {"name", "x"}, {"ts", 70}, {"pid", 0}, {"tid", 3}});
+       },
+       "without an open \"B\""},
+      {"B never closed",
+       [](json& e) {
+         e.push_back({{"ph", "B"}, {"name", "open"}, {"ts", 70}, {"pid", 0}, {"tid", 0}});
+       },
+       "never closed"},
+      {"E closes the wrong B",
+       [](json& e) {
+         std::swap(e[5], e[6]);
+         e[5]["ts"] = 5;
+         e[6]["ts"] = 50;
+       },
+       "not nested"},
       {"E before its B", [](json& e) { e[6]["ts"] = 0.5; }, "before its \"B\""},
   };
   for (const auto& c : cases) {
@@ -506,7 +555,8 @@ TEST(TraceCheck, EachRuleViolatedOnceIsOneError) {
 
 TEST(TraceCheck, PerRankFilesHaveOnePidEachAndDistinctPids) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("lockstep-trace-" + std::to_string(std::random_device{}()));
+  fs::path dir =
+      fs::temp_directory_path() / ("lockstep-trace-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   auto write = [&](const std::string& name, const json& j) {
     std::ofstream(dir / name) << j.dump();
@@ -520,7 +570,8 @@ TEST(TraceCheck, PerRankFilesHaveOnePidEachAndDistinctPids) {
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_NE(errs[0].find("is also the pid of"), std::string::npos) << errs[0];
   json two = valid_trace(0);
-  two["traceEvents"].push_back({{"name", "x"}, {"ph", "X"}, {"ts", 1}, {"dur", 1}, {"pid", 5}, {"tid", 0}});
+  two["traceEvents"].push_back(
+      {{"name", "x"}, {"ph", "X"}, {"ts", 1}, {"dur", 1}, {"pid", 5}, {"tid", 0}});
   errs = check_trace_files({write("two.json", two)});
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_NE(errs[0].find("2 pids"), std::string::npos) << errs[0];

@@ -34,7 +34,9 @@ int processes_mentioning(const std::string& needle) {
   int n = 0;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string pid = e.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos || std::to_string(::getpid()) == pid) continue;
+    if (pid.find_first_not_of("0123456789") != std::string::npos ||
+        std::to_string(::getpid()) == pid)
+      continue;
     std::ifstream in(e.path() / "cmdline");
     std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (cmd.find(needle) != std::string::npos && cmd.find("lockstep") != std::string::npos) ++n;
@@ -43,7 +45,8 @@ int processes_mentioning(const std::string& needle) {
 }
 
 // Starts `lockstep run ...`, SIGKILLs it once metrics.jsonl has `kill_after` lines, waits.
-void run_and_kill(const std::vector<std::string>& args, const fs::path& out, size_t kill_after, const fs::path& log_dir) {
+void run_and_kill(const std::vector<std::string>& args, const fs::path& out, size_t kill_after,
+                  const fs::path& log_dir) {
   std::vector<std::string> argv{LOCKSTEP_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   const fs::path cwd = fs::current_path();
@@ -52,7 +55,8 @@ void run_and_kill(const std::vector<std::string>& args, const fs::path& out, siz
   fs::current_path(cwd);
   auto t0 = Clock::now();
   while (line_count(out / "metrics.jsonl") < kill_after) {
-    ASSERT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 300) << "run never reached step " << kill_after;
+    ASSERT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 300)
+        << "run never reached step " << kill_after;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ::kill(child.pid, SIGKILL);
@@ -64,14 +68,17 @@ void run_and_kill(const std::vector<std::string>& args, const fs::path& out, siz
 
 TEST(Zero, EveryStageAlignsWithDataParallelAndWithOneRank) {
   TempDir tmp;
-  auto one = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--out", tmp / "one", "--quiet"}, tmp.path());
+  auto one = run_lockstep(
+      {"run", "configs/baseline.toml", "--steps", "30", "--out", tmp / "one", "--quiet"},
+      tmp.path());
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto ref1 = losses(tmp.path() / "one" / "metrics.jsonl");
   std::vector<std::vector<double>> curves;
   std::vector<nlohmann::json> summaries;
   for (int z = 0; z <= 3; ++z) {
     const std::string dir = tmp / ("z" + std::to_string(z));
-    auto r = run_lockstep({"run", "configs/ddp2.toml", "--steps", "30", "--set", "parallel.zero_stage=" + std::to_string(z), "--out", dir, "--quiet"},
+    auto r = run_lockstep({"run", "configs/ddp2.toml", "--steps", "30", "--set",
+                           "parallel.zero_stage=" + std::to_string(z), "--out", dir, "--quiet"},
                           tmp.path());
     ASSERT_EQ(r.exit_code, 0) << "zero " << z << "\n" << r.output;
     curves.push_back(losses(fs::path(dir) / "metrics.jsonl"));
@@ -79,13 +86,19 @@ TEST(Zero, EveryStageAlignsWithDataParallelAndWithOneRank) {
   }
   for (int z = 0; z <= 3; ++z) {
     SCOPED_TRACE("zero_stage " + std::to_string(z));
-    EXPECT_LT(max_abs_diff(curves[static_cast<size_t>(z)], ref1), 1e-5);        // vs 1 rank, same global batch
-    EXPECT_LT(max_abs_diff(curves[static_cast<size_t>(z)], curves[0]), 1e-5);   // vs 2-rank stage 0
+    EXPECT_LT(max_abs_diff(curves[static_cast<size_t>(z)], ref1),
+              1e-5);  // vs 1 rank, same global batch
+    EXPECT_LT(max_abs_diff(curves[static_cast<size_t>(z)], curves[0]), 1e-5);  // vs 2-rank stage 0
   }
-  EXPECT_EQ(max_abs_diff(curves[1], curves[0]), 0.0);  // same elementwise AdamW, same all-reduce: bitwise
-  auto bytes = [&](int z, const char* k) { return summaries[static_cast<size_t>(z)][k].get<double>(); };
+  EXPECT_EQ(max_abs_diff(curves[1], curves[0]),
+            0.0);  // same elementwise AdamW, same all-reduce: bitwise
+  auto bytes = [&](int z, const char* k) {
+    return summaries[static_cast<size_t>(z)][k].get<double>();
+  };
   // Per-rank accounting: each stage halves one more kind of state at 2 ranks.
-  EXPECT_NEAR(bytes(1, "optimizer_state_bytes_per_rank") / bytes(0, "optimizer_state_bytes_per_rank"), 0.5, 1e-3);
+  EXPECT_NEAR(
+      bytes(1, "optimizer_state_bytes_per_rank") / bytes(0, "optimizer_state_bytes_per_rank"), 0.5,
+      1e-3);
   EXPECT_EQ(bytes(1, "grad_bytes_per_rank"), bytes(0, "grad_bytes_per_rank"));
   EXPECT_NEAR(bytes(2, "grad_bytes_per_rank") / bytes(0, "grad_bytes_per_rank"), 0.5, 1e-3);
   EXPECT_EQ(bytes(2, "param_bytes_per_rank"), bytes(0, "param_bytes_per_rank"));
@@ -97,8 +110,8 @@ TEST(Zero, EveryStageAlignsWithDataParallelAndWithOneRank) {
 TEST(FaultTolerance, KilledRankFailsTheOthersWithinAMinuteNamingRankAndCollective) {
   TempDir tmp;
   auto t0 = Clock::now();
-  auto r = run_lockstep({"run", "configs/ddp2.toml", "--steps", "40", "--set", "faults.kill_rank=1", "--set", "faults.kill_at=12",
-                         "--out", tmp / "k"},
+  auto r = run_lockstep({"run", "configs/ddp2.toml", "--steps", "40", "--set", "faults.kill_rank=1",
+                         "--set", "faults.kill_at=12", "--out", tmp / "k"},
                         tmp.path(), 300);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 3) << r.output;
@@ -115,7 +128,8 @@ TEST(FaultTolerance, KilledRankFailsTheOthersWithinAMinuteNamingRankAndCollectiv
 
 TEST(FaultTolerance, KilledAndResumedRunIsBitwiseIdenticalOneRank) {
   TempDir tmp;
-  const std::vector<std::string> common{"configs/baseline.toml", "--steps", "40", "--set", "checkpoint.every=5", "--quiet"};
+  const std::vector<std::string> common{"configs/baseline.toml", "--steps", "40", "--set",
+                                        "checkpoint.every=5",    "--quiet"};
   auto args = [&](const std::string& out) {
     std::vector<std::string> a{"run"};
     a.insert(a.end(), common.begin(), common.end());
@@ -130,17 +144,20 @@ TEST(FaultTolerance, KilledAndResumedRunIsBitwiseIdenticalOneRank) {
   run_and_kill(args(tmp / "killed"), tmp.path() / "killed", kill_after, tmp.path());
   auto resumed = run_lockstep({"run", "--resume", tmp / "killed", "--quiet"}, tmp.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto a = losses(tmp.path() / "full" / "metrics.jsonl"), b = losses(tmp.path() / "killed" / "metrics.jsonl");
+  const auto a = losses(tmp.path() / "full" / "metrics.jsonl"),
+             b = losses(tmp.path() / "killed" / "metrics.jsonl");
   ASSERT_EQ(a.size(), 40u);
   ASSERT_EQ(b.size(), 40u);
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << i + 1 << " (killed after " << kill_after << ")";
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(a[i], b[i]) << "step " << i + 1 << " (killed after " << kill_after << ")";
 }
 
 TEST(FaultTolerance, KilledAndResumedRunIsBitwiseIdenticalTwoRanksZero2) {
   TempDir tmp;
   auto args = [&](const std::string& out) {
-    return std::vector<std::string>{"run", "configs/ddp2.toml", "--steps", "40", "--set", "parallel.zero_stage=2",
-                                    "--set", "checkpoint.every=5", "--quiet", "--out", out};
+    return std::vector<std::string>{
+        "run",   "configs/ddp2.toml",  "--steps", "40",    "--set", "parallel.zero_stage=2",
+        "--set", "checkpoint.every=5", "--quiet", "--out", out};
   };
   ASSERT_EQ(run_lockstep(args(tmp / "full"), tmp.path()).exit_code, 0);
   std::mt19937 rng(std::random_device{}());
@@ -148,28 +165,33 @@ TEST(FaultTolerance, KilledAndResumedRunIsBitwiseIdenticalTwoRanksZero2) {
   std::cout << "killing the launcher after step " << kill_after << "\n";
   run_and_kill(args(tmp / "killed"), tmp.path() / "killed", kill_after, tmp.path());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(processes_mentioning((tmp.path() / "killed").string()), 0) << "ranks outlived their launcher";
+  EXPECT_EQ(processes_mentioning((tmp.path() / "killed").string()), 0)
+      << "ranks outlived their launcher";
   auto resumed = run_lockstep({"run", "--resume", tmp / "killed", "--quiet"}, tmp.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   for (const char* f : {"metrics.jsonl", "metrics.rank1.jsonl"}) {
     const auto a = losses(tmp.path() / "full" / f), b = losses(tmp.path() / "killed" / f);
     ASSERT_EQ(a.size(), 40u) << f;
     ASSERT_EQ(b.size(), 40u) << f;
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << f << " step " << i + 1 << " (killed after " << kill_after << ")";
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_EQ(a[i], b[i]) << f << " step " << i + 1 << " (killed after " << kill_after << ")";
   }
 }
 
 TEST(Watchdog, StalledRankExits3WithinTheTimeoutNamingThePhase) {
   TempDir tmp;
   auto t0 = Clock::now();
-  auto r = run_lockstep({"run", "configs/ddp2.toml", "--steps", "40", "--set", "faults.stall_rank=1", "--set", "faults.stall_at=8",
-                         "--set", "faults.stall_ms=120000", "--set", "run.step_timeout_s=5", "--out", tmp / "s"},
-                        tmp.path(), 300);
+  auto r =
+      run_lockstep({"run", "configs/ddp2.toml", "--steps", "40", "--set", "faults.stall_rank=1",
+                    "--set", "faults.stall_at=8", "--set", "faults.stall_ms=120000", "--set",
+                    "run.step_timeout_s=5", "--out", tmp / "s"},
+                   tmp.path(), 300);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_LT(elapsed, 40.0);  // 5 s timeout + start-up, never the 120 s stall
   EXPECT_NE(r.output.find("rank 1: watchdog: step 8"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("in phase other"), std::string::npos) << r.output;  // where the stalled rank sleeps
+  EXPECT_NE(r.output.find("in phase other"), std::string::npos)
+      << r.output;  // where the stalled rank sleeps
   auto s = read_json(tmp.path() / "s" / "summary.json");
   EXPECT_EQ(s["status"], "hang");
   EXPECT_NE(s["failure"].get<std::string>().find("watchdog"), std::string::npos);
@@ -177,7 +199,9 @@ TEST(Watchdog, StalledRankExits3WithinTheTimeoutNamingThePhase) {
 
 TEST(Compare, Zero3AgainstDataParallelPassesAligned) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/ddp2.toml", "configs/variants/zero3.toml", "--steps", "40", "--out", tmp / "c"}, tmp.path(), 1200);
+  auto r = run_lockstep({"compare", "configs/ddp2.toml", "configs/variants/zero3.toml", "--steps",
+                         "40", "--out", tmp / "c"},
+                        tmp.path(), 1200);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["alignment"]["class"], "exact");
@@ -199,16 +223,23 @@ TEST(Launch, RanksStartedByAnExternalLauncherFromTheStandardEnvironment) {
     fs::current_path(LOCKSTEP_SOURCE_DIR);
     for (int r = 0; r < 2; ++r) {
       std::vector<std::string> env{"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
-      if (scheme == "torchrun") env.insert(env.end(), {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r)});
-      else env.insert(env.end(), {"SLURM_PROCID=" + std::to_string(r), "SLURM_NTASKS=2", "SLURM_LOCALID=" + std::to_string(r)});
-      kids.push_back(lockstep::util::spawn({LOCKSTEP_BIN, "run", "configs/ddp2.toml", "--steps", "20", "--out", out.string(), "--quiet", "--no-history"},
-                                           tmp.path() / (scheme + std::to_string(r) + ".log"), "", env));
+      if (scheme == "torchrun")
+        env.insert(env.end(), {"RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                               "LOCAL_RANK=" + std::to_string(r)});
+      else
+        env.insert(env.end(), {"SLURM_PROCID=" + std::to_string(r), "SLURM_NTASKS=2",
+                               "SLURM_LOCALID=" + std::to_string(r)});
+      kids.push_back(lockstep::util::spawn({LOCKSTEP_BIN, "run", "configs/ddp2.toml", "--steps",
+                                            "20", "--out", out.string(), "--quiet", "--no-history"},
+                                           tmp.path() / (scheme + std::to_string(r) + ".log"), "",
+                                           env));
     }
     fs::current_path(cwd);
     for (auto& k : kids) EXPECT_EQ(lockstep::util::wait_for(k, 300).code, 0);
     auto s = read_json(out / "summary.json");
     EXPECT_EQ(s["environment"]["world_size"], "2");
     EXPECT_EQ(lockstep::reports::read_metrics(out / "metrics.rank1.jsonl").size(), 20u);
-    EXPECT_EQ(losses(out / "metrics.jsonl"), losses(out / "metrics.rank1.jsonl"));  // the global loss, on every rank
+    EXPECT_EQ(losses(out / "metrics.jsonl"),
+              losses(out / "metrics.rank1.jsonl"));  // the global loss, on every rank
   }
 }

@@ -15,14 +15,16 @@ namespace fs = std::filesystem;
 using namespace lockstep;
 
 TEST(HistoryConcurrency, FourWritersTimesFiftyInsertsGiveTwoHundredRows) {
-  const fs::path dir = fs::temp_directory_path() / ("lockstep-history-conc-" + std::to_string(std::random_device{}()));
+  const fs::path dir = fs::temp_directory_path() /
+                       ("lockstep-history-conc-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   const fs::path db = dir / "history.sqlite", go = dir / "go";
   // The database does not exist yet: creation and migration race too.
   std::vector<util::Child> children;
   for (int w = 0; w < 4; ++w)
-    children.push_back(util::spawn({HISTORY_WRITER_BIN, db.string(), "50", "writer" + std::to_string(w), go.string()},
-                                   dir / ("writer" + std::to_string(w) + ".log"), "writer" + std::to_string(w)));
+    children.push_back(util::spawn(
+        {HISTORY_WRITER_BIN, db.string(), "50", "writer" + std::to_string(w), go.string()},
+        dir / ("writer" + std::to_string(w) + ".log"), "writer" + std::to_string(w)));
   std::ofstream(go) << "go\n";  // all four start together
   for (const auto& c : children) {
     auto st = util::wait_for(c, 120);

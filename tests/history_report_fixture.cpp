@@ -24,8 +24,10 @@ int main(int argc, char** argv) {
     fs::remove(dir / "history.sqlite-shm");
     auto store = lockstep::history::Store::open(dir / "history.sqlite", true);
     lockstep::testing::record_demo_history(store);
-    const auto report = lockstep::history::build_report(store.series(), {}, (dir / "history.sqlite").string());
-    for (const auto& path : lockstep::history::write_report(report, dir)) std::cout << path.string() << "\n";
+    const auto report =
+        lockstep::history::build_report(store.series(), {}, (dir / "history.sqlite").string());
+    for (const auto& path : lockstep::history::write_report(report, dir))
+      std::cout << path.string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "history_report_fixture: " << e.what() << "\n";
     return 1;

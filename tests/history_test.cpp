@@ -30,7 +30,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = fs::temp_directory_path() / ("lockstep-history-" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = fs::temp_directory_path() /
+            ("lockstep-history-" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -84,12 +85,16 @@ TEST(HistoryStore, MigratesAVersion1DatabaseKeepingItsRows) {
     history::migrate(db, 1);  // what the first release wrote
     ASSERT_EQ(history::user_version(db), 1);
     db.exec(
-        "INSERT INTO entries(kind, recorded_at, git_commit, git_branch, config_name, config_hash, host, device, libtorch,"
-        " threads, world_size, environment, status) VALUES('compare', '2025-12-01T00:00:00.000Z', 'abc', 'main', 'bf16',"
+        "INSERT INTO entries(kind, recorded_at, git_commit, git_branch, config_name, config_hash, "
+        "host, device, libtorch,"
+        " threads, world_size, environment, status) VALUES('compare', '2025-12-01T00:00:00.000Z', "
+        "'abc', 'main', 'bf16',"
         " 'h1', 'box', 'cpu', '2.1', 1, 1, '{}', 'pass');"
-        "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, variant_hash, mode, exit_code,"
+        "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, variant_hash, "
+        "mode, exit_code,"
         " tokens_per_sec_pct, mfu_pts, p99_ms_pct, checks, result, reports, out_dir)"
-        " VALUES(1, 'baseline', 'h0', 'bf16', 'h1', 'ab', 0, 9.5, NULL, 1.0, '[]', '{}', '[]', 'runs/x');");
+        " VALUES(1, 'baseline', 'h0', 'bf16', 'h1', 'ab', 0, 9.5, NULL, 1.0, '[]', '{}', '[]', "
+        "'runs/x');");
   }
   auto store = history::Store::open(path, false);
   EXPECT_EQ(store.schema_version(), 2);
@@ -130,7 +135,8 @@ TEST(HistoryStore, RecordsRunsWithTheirValues) {
   a.final_loss = 2.103185212345678;
   a.mfu = std::nullopt;
   RunSummary s = testing::synthetic_summary(a);
-  const int64_t id = store.record_run(s, "[run]\nname = \"baseline\"\n", {5.5, NAN, 2.1}, "/abs/runs/a");
+  const int64_t id =
+      store.record_run(s, "[run]\nname = \"baseline\"\n", {5.5, NAN, 2.1}, "/abs/runs/a");
   auto list = store.list();
   ASSERT_EQ(list.size(), 1u);
   const auto& e = list[0];
@@ -205,7 +211,10 @@ TEST(HistoryStore, ExportsJsonAndCsvAndPrunesToTheNewest) {
   std::istringstream in(csv);
   std::string header, line;
   std::getline(in, header);
-  EXPECT_EQ(header.rfind("id,kind,recorded_at,git_commit,git_branch,config_name,config_hash,host,device", 0), 0u) << header;
+  EXPECT_EQ(header.rfind(
+                "id,kind,recorded_at,git_commit,git_branch,config_name,config_hash,host,device", 0),
+            0u)
+      << header;
   int rows = 0;
   while (std::getline(in, line)) ++rows;
   EXPECT_EQ(rows, 6);
@@ -220,7 +229,8 @@ TEST(HistoryStore, ExportsJsonAndCsvAndPrunesToTheNewest) {
   EXPECT_EQ(store.prune(0), 4);
   EXPECT_EQ(store.count(), 0);
   history::sql::Db db((tmp / "h.sqlite").string(), false, 1000);
-  history::sql::Stmt orphans(db, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM compares)");
+  history::sql::Stmt orphans(
+      db, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM compares)");
   ASSERT_TRUE(orphans.step());
   EXPECT_EQ(orphans.integer(0), 0) << "details must go with their entries";
 }
@@ -281,7 +291,8 @@ struct Rates {
 Rates rates(double noise, double step_pct, int n, uint64_t seed0, Better better = Better::Higher) {
   Rates r;
   for (int s = 0; s < n; ++s) {
-    auto x = step_series(30, 10000, noise, step_pct == 0 ? 99 : 20, step_pct, seed0 + static_cast<uint64_t>(s));
+    auto x = step_series(30, 10000, noise, step_pct == 0 ? 99 : 20, step_pct,
+                         seed0 + static_cast<uint64_t>(s));
     auto cps = history::detect_changes(x, commits(30), better);
     ++r.n;
     r.any += !cps.empty();
@@ -318,8 +329,10 @@ TEST(ChangePoint, FlagsNothingInAFlatNoisySeries) {
 TEST(ChangePoint, DetectsTheStepExactlyOverManySeeds) {
   for (double noise : {0.01, 0.02}) {
     auto r = rates(noise, -10, 100, 1000);
-    EXPECT_GE(r.exact, 95) << "noise " << noise << ": exact detection in " << r.exact << " of " << r.n;
-    std::printf("[ measured ] noise %.0f%%, 10%% step at 20: exact detection %d/%d\n", noise * 100, r.exact, r.n);
+    EXPECT_GE(r.exact, 95) << "noise " << noise << ": exact detection in " << r.exact << " of "
+                           << r.n;
+    std::printf("[ measured ] noise %.0f%%, 10%% step at 20: exact detection %d/%d\n", noise * 100,
+                r.exact, r.n);
   }
 }
 
@@ -370,10 +383,12 @@ TEST(ChangePoint, SmallChangesAndShortOrConstantSeriesAreNotFlagged) {
   history::ChangePointOptions opt;
   opt.min_change_pct = 0.5;
   EXPECT_EQ(history::detect_changes(small, commits(30), Better::Higher, opt).size(), 1u);
-  EXPECT_TRUE(history::detect_changes(std::vector<double>(30, 5.0), commits(30), Better::Higher).empty());
+  EXPECT_TRUE(
+      history::detect_changes(std::vector<double>(30, 5.0), commits(30), Better::Higher).empty());
   EXPECT_TRUE(history::detect_changes({1, 1, 2, 2, 2}, commits(5), Better::Higher).empty());
   EXPECT_TRUE(history::detect_changes({}, {}, Better::Higher).empty());
-  EXPECT_THROW(history::detect_changes({1, NAN}, commits(2), Better::Higher), std::invalid_argument);
+  EXPECT_THROW(history::detect_changes({1, NAN}, commits(2), Better::Higher),
+               std::invalid_argument);
   EXPECT_THROW(history::detect_changes({1, 2}, commits(3), Better::Higher), std::invalid_argument);
 }
 
@@ -402,7 +417,8 @@ TEST(LossDrift, FlagsAnyChangeOfTheFinalLossAtTheSameConfig) {
   EXPECT_EQ(d[0].previous_commit, commit_name(14));
   EXPECT_TRUE(d[0].worse);
   EXPECT_FALSE(d[0].same_commit);
-  EXPECT_TRUE(history::detect_loss_drift(loss, commits(20), hashes, 1e-6).empty());  // with a tolerance
+  EXPECT_TRUE(
+      history::detect_loss_drift(loss, commits(20), hashes, 1e-6).empty());  // with a tolerance
 }
 
 TEST(LossDrift, AConfigChangeIsNotDriftButTheSameCommitDifferingIs) {
@@ -418,7 +434,8 @@ TEST(LossDrift, AConfigChangeIsNotDriftButTheSameCommitDifferingIs) {
 
 // --- the report --------------------------------------------------------------------------------
 
-std::vector<history::SeriesPoint> series_with(const std::vector<double>& tps, const std::vector<double>& loss) {
+std::vector<history::SeriesPoint> series_with(const std::vector<double>& tps,
+                                              const std::vector<double>& loss) {
   std::vector<history::SeriesPoint> pts;
   for (size_t i = 0; i < tps.size(); ++i) {
     history::SeriesPoint p;
@@ -504,7 +521,7 @@ TEST(HistoryReport, GroupsByConfigAndMachineAndRendersEveryFormat) {
   int speed = 0, drift = 0;
   for (const auto& f : r.series[0].flags) (f.kind == "speed" ? speed : drift)++;
   EXPECT_EQ(drift, 1);
-  EXPECT_EQ(speed, 3);  // tokens/s, MFU and P99, all at point 20
+  EXPECT_EQ(speed, 3);        // tokens/s, MFU and P99, all at point 20
   EXPECT_EQ(r.exit_code, 1);  // the loss drift at 25 is in the window
 
   auto files = history::write_report(r, tmp / "out");
@@ -522,7 +539,13 @@ TEST(HistoryReport, GroupsByConfigAndMachineAndRendersEveryFormat) {
   EXPECT_NE(html.find("</html>"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_NE(html.find("Loss drift"), std::string::npos);
-  EXPECT_THROW(history::build_report({}, [] { history::ReportOptions o; o.metrics = {"speed"}; return o; }()), std::invalid_argument);
+  EXPECT_THROW(history::build_report({},
+                                     [] {
+                                       history::ReportOptions o;
+                                       o.metrics = {"speed"};
+                                       return o;
+                                     }()),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
     r.name = tag;
     r.commit = lockstep::testing::commit_name(static_cast<size_t>(i));
     r.tokens_per_sec = 10000 + i;
-    const std::string err =
-        lockstep::history::try_record_run(db, lockstep::testing::synthetic_summary(r), "[run]\n", {2.0, 1.0}, "runs/" + tag);
+    const std::string err = lockstep::history::try_record_run(
+        db, lockstep::testing::synthetic_summary(r), "[run]\n", {2.0, 1.0}, "runs/" + tag);
     if (!err.empty()) {
       std::cerr << "history_writer " << tag << ": insert " << i << " failed: " << err << "\n";
       return 1;

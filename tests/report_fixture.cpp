@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (const auto& path : lockstep::reports::write_reports(lockstep::testing::make_compare_result(), argv[1]))
+    for (const auto& path :
+         lockstep::reports::write_reports(lockstep::testing::make_compare_result(), argv[1]))
       std::cout << path.string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "report_fixture: " << e.what() << "\n";

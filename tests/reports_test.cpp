@@ -41,12 +41,15 @@ std::set<std::string> keys(const json& j) {
 
 size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + needle.size())) ++n;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + needle.size()))
+    ++n;
   return n;
 }
 
 // Every value that follows one of the markers, up to the next quote or ')'.
-std::vector<std::string> values_after(const std::string& text, const std::vector<std::string>& markers) {
+std::vector<std::string> values_after(const std::string& text,
+                                      const std::vector<std::string>& markers) {
   std::vector<std::string> out;
   for (const auto& m : markers)
     for (size_t at = text.find(m); at != std::string::npos; at = text.find(m, at + 1)) {
@@ -56,7 +59,9 @@ std::vector<std::string> values_after(const std::string& text, const std::vector
   return out;
 }
 
-json render_json(const compare::CompareResult& r) { return json::parse(JsonReporter().render(r)); }
+json render_json(const compare::CompareResult& r) {
+  return json::parse(JsonReporter().render(r));
+}
 
 using testing::ScopedEnv;
 
@@ -82,31 +87,43 @@ class TempDir {
 
 TEST(JsonReport, HasExactlyTheContractFields) {
   json j = render_json(testing::make_compare_result());
-  EXPECT_EQ(keys(j), (std::set<std::string>{"verdict", "exit_code", "mode", "alignment", "loss_reference", "baseline", "variant", "delta",
-                                            "changed_knobs", "changes", "warnings", "checks", "breakdown", "policy", "policy_source",
-                                            "determinism", "failed_arm", "failure", "repeats", "too_few_repeats",
-                                            "wall_seconds", "environment"}));
+  EXPECT_EQ(keys(j),
+            (std::set<std::string>{
+                "verdict",      "exit_code",  "mode",      "alignment",     "loss_reference",
+                "baseline",     "variant",    "delta",     "changed_knobs", "changes",
+                "warnings",     "checks",     "breakdown", "policy",        "policy_source",
+                "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
+                "wall_seconds", "environment"}));
   EXPECT_EQ(keys(j["alignment"]),
-            (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss", "abs_diff", "tolerance", "aligned",
-                                   "first_divergent_step", "max_abs_diff", "baseline_rounded", "variant_rounded",
+            (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
+                                   "abs_diff", "tolerance", "aligned", "first_divergent_step",
+                                   "max_abs_diff", "baseline_rounded", "variant_rounded",
                                    "equal_to_3dp", "seed_band", "explanation"}));
-  EXPECT_EQ(keys(j["alignment"]["seed_band"]), (std::set<std::string>{"seeds", "losses", "half_width", "lo", "hi", "inside"}));
+  EXPECT_EQ(keys(j["alignment"]["seed_band"]),
+            (std::set<std::string>{"seeds", "losses", "half_width", "lo", "hi", "inside"}));
   for (const char* arm : {"baseline", "variant"}) {
     SCOPED_TRACE(arm);
-    EXPECT_EQ(keys(j[arm]), (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec", "tokens_per_sec_ci",
-                                                   "mfu", "step_ms", "peak_memory_bytes", "phase_share", "phase_ms", "bound",
-                                                   "top_ops", "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
+    EXPECT_EQ(keys(j[arm]),
+              (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec",
+                                     "tokens_per_sec_ci", "mfu", "step_ms", "peak_memory_bytes",
+                                     "phase_share", "phase_ms", "bound", "top_ops",
+                                     "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
     EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
   }
-  EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct", "memory_pct"}));
+  EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct",
+                                                     "p99_ms_pct", "memory_pct"}));
   for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct"})
-    EXPECT_EQ(keys(j["delta"][d]), (std::set<std::string>{"value", "ci", "p_value", "significant", "wording"})) << d;
+    EXPECT_EQ(keys(j["delta"][d]),
+              (std::set<std::string>{"value", "ci", "p_value", "significant", "wording"}))
+        << d;
   EXPECT_EQ(keys(j["changes"][0]), (std::set<std::string>{"key", "baseline", "variant"}));
   EXPECT_EQ(keys(j["checks"][0]), (std::set<std::string>{"name", "passed", "detail"}));
-  EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds", "repeats", "timing_steps", "alpha",
-                                                      "bootstrap", "max_p99_regression_pct", "max_slowdown_pct",
+  EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds", "repeats",
+                                                      "timing_steps", "alpha", "bootstrap",
+                                                      "max_p99_regression_pct", "max_slowdown_pct",
                                                       "min_speedup_pct", "min_memory_saving_pct"}));
-  EXPECT_EQ(keys(j["determinism"]), (std::set<std::string>{"checked", "baseline_ok", "variant_ok", "detail"}));
+  EXPECT_EQ(keys(j["determinism"]),
+            (std::set<std::string>{"checked", "baseline_ok", "variant_ok", "detail"}));
   EXPECT_EQ(keys(j["breakdown"]), (std::set<std::string>{"phases", "ops", "findings"}));
 }
 
@@ -136,7 +153,8 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_EQ(j["variant"]["tokens_per_sec"], 11120);
   EXPECT_EQ(j["variant"]["name"], "bf16");
   EXPECT_EQ(j["variant"]["config"], "configs/variants/bf16.toml");
-  EXPECT_EQ(j["variant"]["tokens_per_sec_ci"], json({r.variant.tokens_per_sec_ci_lo, r.variant.tokens_per_sec_ci_hi}));
+  EXPECT_EQ(j["variant"]["tokens_per_sec_ci"],
+            json({r.variant.tokens_per_sec_ci_lo, r.variant.tokens_per_sec_ci_hi}));
   EXPECT_EQ(j["variant"]["tokens_per_sec_repeats"].size(), 5u);
   EXPECT_EQ(j["variant"]["loss_curve"].size(), 200u);
   EXPECT_DOUBLE_EQ(j["variant"]["mfu"].get<double>(), *r.variant.mfu);
@@ -241,29 +259,37 @@ TEST(JsonReport, UnknownAndAbsentValues) {
 
 TEST(JunitReport, OneTestcasePerCheckWithEscapedFailures) {
   auto r = testing::make_compare_result();
-  r.checks.push_back({"memory <saving> & \"quotes\"", false, "line one\nline two 'quoted' \x01 < 5%"});
+  r.checks.push_back(
+      {"memory <saving> & \"quotes\"", false, "line one\nline two 'quoted' \x01 < 5%"});
   std::string xml = JunitReporter().render(r);
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u);
   EXPECT_EQ(count(xml, "<testcase "), 6u);
   EXPECT_EQ(count(xml, "<failure "), 2u);
   EXPECT_EQ(count(xml, "classname=\"lockstep.gate\""), 6u);
-  EXPECT_NE(xml.find("<testsuite name=\"lockstep.gate\" tests=\"6\" failures=\"2\" errors=\"0\" skipped=\"0\" time=\"84.200\">"),
+  EXPECT_NE(xml.find("<testsuite name=\"lockstep.gate\" tests=\"6\" failures=\"2\" errors=\"0\" "
+                     "skipped=\"0\" time=\"84.200\">"),
             std::string::npos);
-  EXPECT_NE(xml.find("<testcase classname=\"lockstep.gate\" name=\"P99 step latency\""), std::string::npos);
-  EXPECT_NE(xml.find("<failure message=\"P99 +7.9% [+2.1%, +14.0%] &gt; max 5% &amp; p=0.032 &lt; alpha 0.05 "
-                     "(&quot;significant&quot;)\" type=\"gate\">"),
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.gate\" name=\"P99 step latency\""),
             std::string::npos);
+  EXPECT_NE(
+      xml.find(
+          "<failure message=\"P99 +7.9% [+2.1%, +14.0%] &gt; max 5% &amp; p=0.032 &lt; alpha 0.05 "
+          "(&quot;significant&quot;)\" type=\"gate\">"),
+      std::string::npos);
   EXPECT_NE(xml.find("name=\"memory &lt;saving&gt; &amp; &quot;quotes&quot;\""), std::string::npos);
-  EXPECT_NE(xml.find("message=\"line one&#10;line two &apos;quoted&apos;  &lt; 5%\""), std::string::npos);
+  EXPECT_NE(xml.find("message=\"line one&#10;line two &apos;quoted&apos;  &lt; 5%\""),
+            std::string::npos);
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
   EXPECT_NE(xml.find("<property name=\"verdict\" value=\"fail\"/>"), std::string::npos);
-  EXPECT_NE(xml.find("<property name=\"change.precision.compute\" value=\"&quot;fp32&quot; -&gt; &quot;bf16&quot;\"/>"),
+  EXPECT_NE(xml.find("<property name=\"change.precision.compute\" value=\"&quot;fp32&quot; -&gt; "
+                     "&quot;bf16&quot;\"/>"),
             std::string::npos);
   // Every '<' left in the document opens markup, never text from a check.
-  EXPECT_EQ(count(xml, "<"), count(xml, "<?xml") + count(xml, "<testsuite") + count(xml, "</testsuite") +
-                                  count(xml, "<propert") + count(xml, "</properties") + count(xml, "<testcase") +
-                                  count(xml, "</testcase") + count(xml, "<failure") + count(xml, "</failure") +
-                                  count(xml, "<system-out") + count(xml, "</system-out"));
+  EXPECT_EQ(count(xml, "<"),
+            count(xml, "<?xml") + count(xml, "<testsuite") + count(xml, "</testsuite") +
+                count(xml, "<propert") + count(xml, "</properties") + count(xml, "<testcase") +
+                count(xml, "</testcase") + count(xml, "<failure") + count(xml, "</failure") +
+                count(xml, "<system-out") + count(xml, "</system-out"));
 }
 
 TEST(JunitReport, XmlEscape) {
@@ -277,14 +303,19 @@ TEST(MarkdownReport, VerdictChecksAndSections) {
   auto r = testing::make_compare_result();
   std::string md = MarkdownReporter().render(r);
   EXPECT_EQ(md.rfind("## ❌ Lockstep: FAIL — bf16 vs baseline\n", 0), 0u);
-  for (const auto& c : r.checks) EXPECT_NE(md.find("| " + markdown_escape(c.name) + " |"), std::string::npos) << c.name;
-  EXPECT_NE(md.find("| ❌ | P99 step latency | P99 +7.9% \\[+2.1%, +14.0%\\] &gt; max 5% &amp; p=0.032 &lt; alpha 0.05"),
+  for (const auto& c : r.checks)
+    EXPECT_NE(md.find("| " + markdown_escape(c.name) + " |"), std::string::npos) << c.name;
+  EXPECT_NE(md.find("| ❌ | P99 step latency | P99 +7.9% \\[+2.1%, +14.0%\\] &gt; max 5% &amp; "
+                    "p=0.032 &lt; alpha 0.05"),
             std::string::npos);
   EXPECT_NE(md.find("| ✅ | loss alignment |"), std::string::npos);
   EXPECT_NE(md.find("> ⚠️ tokens/s varies by 4.1%"), std::string::npos);
-  EXPECT_NE(md.find("| `precision.compute` | `\"fp32\"` | `\"bf16\"` | approximate |"), std::string::npos);
-  EXPECT_NE(md.find("| tokens/s | 10180 | 11120 | **+9.2%** | [+7.1%, +11.0%] | 0.008 | faster |"), std::string::npos);
-  EXPECT_NE(md.find("<details><summary>Policy (configs/variants/bf16.toml \\[gate\\])</summary>"), std::string::npos);
+  EXPECT_NE(md.find("| `precision.compute` | `\"fp32\"` | `\"bf16\"` | approximate |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| tokens/s | 10180 | 11120 | **+9.2%** | [+7.1%, +11.0%] | 0.008 | faster |"),
+            std::string::npos);
+  EXPECT_NE(md.find("<details><summary>Policy (configs/variants/bf16.toml \\[gate\\])</summary>"),
+            std::string::npos);
   EXPECT_NE(md.find("tokens/s: significant speed-up of at least 3%"), std::string::npos);
   r.verdict = "pass";
   EXPECT_EQ(MarkdownReporter().render(r).rfind("## ✅ Lockstep: PASS", 0), 0u);
@@ -315,7 +346,8 @@ TEST(ConsoleReport, VerdictTable) {
   std::string ascii = ConsoleReporter(false).render(r);
   EXPECT_NE(ascii.find("[FAIL] P99 step latency"), std::string::npos);
   EXPECT_NE(ascii.find("[ ok ] loss alignment"), std::string::npos);
-  for (char c : ascii) ASSERT_EQ(static_cast<unsigned char>(c) & 0x80, 0) << "non-ASCII output in ASCII mode";
+  for (char c : ascii)
+    ASSERT_EQ(static_cast<unsigned char>(c) & 0x80, 0) << "non-ASCII output in ASCII mode";
 }
 
 // --- html ----------------------------------------------------------------------------------------
@@ -326,7 +358,8 @@ TEST(HtmlReport, SelfContainedWithPlots) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0u);
   EXPECT_NE(html.find("</html>"), std::string::npos);
   EXPECT_NE(html.find("✘ FAIL"), std::string::npos);
-  for (const auto& c : r.checks) EXPECT_NE(html.find(html_escape(c.name)), std::string::npos) << c.name;
+  for (const auto& c : r.checks)
+    EXPECT_NE(html.find(html_escape(c.name)), std::string::npos) << c.name;
   EXPECT_NE(html.find("<code>precision.compute</code>"), std::string::npos);
   EXPECT_NE(html.find("<code>&quot;bf16&quot;</code>"), std::string::npos);
   EXPECT_NE(html.find("tokens/s: significant speed-up of at least 3%"), std::string::npos);
@@ -335,18 +368,21 @@ TEST(HtmlReport, SelfContainedWithPlots) {
   EXPECT_EQ(html.find(" src="), std::string::npos);
   EXPECT_EQ(html.find("stylesheet"), std::string::npos);
   EXPECT_EQ(count(html, "http"), count(html, "xmlns=\"http://www.w3.org/2000/svg\"") +
-                                    count(html, "xmlns:xlink=\"http://www.w3.org/1999/xlink\""));
+                                     count(html, "xmlns:xlink=\"http://www.w3.org/1999/xlink\""));
   // The four gnuplot plots, inlined without their XML prolog.
-  EXPECT_EQ(count(html, "<svg role=\"img\" class=\"plot\""), 4u) << gnuplot_binary() << " did not draw every plot";
+  EXPECT_EQ(count(html, "<svg role=\"img\" class=\"plot\""), 4u)
+      << gnuplot_binary() << " did not draw every plot";
   EXPECT_EQ(count(html, "plot unavailable"), 0u);
   EXPECT_EQ(html.find("<?xml"), std::string::npos);
   EXPECT_EQ(html.find("<!DOCTYPE svg"), std::string::npos);
-  for (const char* title : {"<title>loss curves</title>", "<title>loss difference</title>",
-                            "<title>step latency distribution</title>", "<title>throughput per arm</title>"})
+  for (const char* title :
+       {"<title>loss curves</title>", "<title>loss difference</title>",
+        "<title>step latency distribution</title>", "<title>throughput per arm</title>"})
     EXPECT_NE(html.find(title), std::string::npos) << title;
   // Ids stay unique across the inlined SVGs, and every local reference resolves.
   std::set<std::string> ids;
-  for (const auto& id : values_after(html, {" id='", " id=\""})) EXPECT_TRUE(ids.insert(id).second) << "duplicate id " << id;
+  for (const auto& id : values_after(html, {" id='", " id=\""}))
+    EXPECT_TRUE(ids.insert(id).second) << "duplicate id " << id;
   EXPECT_GT(ids.size(), 4u);
   for (const auto& ref : values_after(html, {"href='#", "href=\"#", "url(#"}))
     EXPECT_TRUE(ids.count(ref)) << "dangling reference #" << ref;
@@ -365,7 +401,9 @@ TEST(HtmlReport, EscapesUserText) {
 TEST(HtmlReport, MissingGnuplotSaysPlotUnavailable) {
   ScopedEnv env("LOCKSTEP_GNUPLOT", "/nonexistent/gnuplot");
   std::string html = HtmlReporter().render(testing::make_compare_result());
-  EXPECT_EQ(count(html, "<p class=\"unavailable\">plot unavailable: /nonexistent/gnuplot: cannot run: No such file or directory</p>"),
+  EXPECT_EQ(count(html,
+                  "<p class=\"unavailable\">plot unavailable: /nonexistent/gnuplot: cannot run: No "
+                  "such file or directory</p>"),
             4u);
   EXPECT_EQ(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("</html>"), std::string::npos);
@@ -401,8 +439,11 @@ TEST(Plots, GnuplotErrorsAreReportedNotThrown) {
 // --- factory and files ---------------------------------------------------------------------------
 
 TEST(ReporterFactory, EveryFormatAndUnknown) {
-  const std::vector<std::pair<std::string, std::string>> formats{
-      {"console", ""}, {"json", "report.json"}, {"markdown", "report.md"}, {"html", "report.html"}, {"junit", "junit.xml"}};
+  const std::vector<std::pair<std::string, std::string>> formats{{"console", ""},
+                                                                 {"json", "report.json"},
+                                                                 {"markdown", "report.md"},
+                                                                 {"html", "report.html"},
+                                                                 {"junit", "junit.xml"}};
   for (const auto& [format, file] : formats) {
     auto rep = make_reporter(format);
     ASSERT_NE(rep, nullptr);

@@ -10,7 +10,9 @@ using namespace lockstep::testing;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+bool contains(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 }  // namespace
 
@@ -18,8 +20,8 @@ TEST(Scale, StrongAndWeakAtOneAndTwoRanks) {
   const fs::path out = SCALE_OUT_DIR;
   fs::remove_all(out);
   TempDir tmp;
-  auto r = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "1,2", "--mode", "both", "--repeats", "1",
-                         "--steps-timed", "10", "--out", out.string()},
+  auto r = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "1,2", "--mode", "both",
+                         "--repeats", "1", "--steps-timed", "10", "--out", out.string()},
                         tmp.path(), 900);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "strong scaling: global batch 8 at every N")) << r.output;
@@ -47,7 +49,8 @@ TEST(Scale, StrongAndWeakAtOneAndTwoRanks) {
     EXPECT_EQ(s["points"][1]["n"], 2);
     EXPECT_DOUBLE_EQ(s["points"][0]["speedup"].get<double>(), 1.0) << mode;
     EXPECT_DOUBLE_EQ(s["points"][0]["efficiency"].get<double>(), 1.0) << mode;
-    EXPECT_NEAR(s["points"][1]["efficiency"].get<double>(), s["points"][1]["speedup"].get<double>() / 2, 1e-12);
+    EXPECT_NEAR(s["points"][1]["efficiency"].get<double>(),
+                s["points"][1]["speedup"].get<double>() / 2, 1e-12);
   }
   // Batches: strong keeps 8 (8 then 4 per rank); weak doubles it (8 per rank); N=1 is shared.
   EXPECT_EQ(j["series"][0]["points"][1]["global_batch"], 8);
@@ -62,7 +65,8 @@ TEST(Scale, StrongAndWeakAtOneAndTwoRanks) {
   bool starvation = false;
   for (const auto& w : j["warnings"]) {
     const std::string s = w;
-    starvation = starvation || (contains(s, "per-rank micro-batch shrinks") && contains(s, "8 sequences at N=1, 4 at N=2"));
+    starvation = starvation || (contains(s, "per-rank micro-batch shrinks") &&
+                                contains(s, "8 sequences at N=1, 4 at N=2"));
   }
   EXPECT_TRUE(starvation) << j["warnings"].dump(2);
 
@@ -83,18 +87,24 @@ TEST(Scale, StrongAndWeakAtOneAndTwoRanks) {
 
 TEST(Scale, BadFlagsExit2BeforeAnyRun) {
   TempDir tmp;
-  auto bad_list = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "1,x", "--out", tmp / "a"}, tmp.path(), 120);
+  auto bad_list = run_lockstep(
+      {"scale", "configs/baseline.toml", "--nproc", "1,x", "--out", tmp / "a"}, tmp.path(), 120);
   EXPECT_EQ(bad_list.exit_code, 2) << bad_list.output;
   EXPECT_TRUE(contains(bad_list.output, "'x' is not a rank count")) << bad_list.output;
-  auto twice = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "2,2", "--out", tmp / "b"}, tmp.path(), 120);
+  auto twice = run_lockstep(
+      {"scale", "configs/baseline.toml", "--nproc", "2,2", "--out", tmp / "b"}, tmp.path(), 120);
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
   EXPECT_TRUE(contains(twice.output, "listed twice")) << twice.output;
-  auto mode = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "1,2", "--mode", "sideways"}, tmp.path(), 120);
+  auto mode = run_lockstep(
+      {"scale", "configs/baseline.toml", "--nproc", "1,2", "--mode", "sideways"}, tmp.path(), 120);
   EXPECT_EQ(mode.exit_code, 2) << mode.output;
-  auto config = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "1", "--set", "run.nope=1"}, tmp.path(), 120);
+  auto config = run_lockstep(
+      {"scale", "configs/baseline.toml", "--nproc", "1", "--set", "run.nope=1"}, tmp.path(), 120);
   EXPECT_EQ(config.exit_code, 2) << config.output;
   // No rank count can run: 8 sequences do not split over 3 or 5 ranks (strong keeps the batch).
-  auto none = run_lockstep({"scale", "configs/baseline.toml", "--nproc", "3,5", "--mode", "strong", "--out", tmp / "c"}, tmp.path(), 120);
+  auto none = run_lockstep(
+      {"scale", "configs/baseline.toml", "--nproc", "3,5", "--mode", "strong", "--out", tmp / "c"},
+      tmp.path(), 120);
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_TRUE(contains(none.output, "not divisible by 3")) << none.output;
   EXPECT_FALSE(fs::exists(tmp.path() / "c" / "strong-3"));
@@ -102,13 +112,14 @@ TEST(Scale, BadFlagsExit2BeforeAnyRun) {
 
 TEST(Scale, AFailedRunExits3AndTheReportSaysWhich) {
   TempDir tmp;
-  auto r = run_lockstep({"scale", "tests/configs/nonfinite.toml", "--nproc", "1", "--mode", "strong", "--repeats", "2",
-                         "--steps-timed", "5", "--out", tmp / "s"},
+  auto r = run_lockstep({"scale", "tests/configs/nonfinite.toml", "--nproc", "1", "--mode",
+                         "strong", "--repeats", "2", "--steps-timed", "5", "--out", tmp / "s"},
                         tmp.path(), 300);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_TRUE(contains(r.output, "FAILED")) << r.output;
   const auto j = read_json(tmp.path() / "s" / "report.json");
-  ASSERT_EQ(j["failures"].size(), 1u) << j.dump(2);  // the second repeat of a failed point is not run
+  ASSERT_EQ(j["failures"].size(), 1u)
+      << j.dump(2);  // the second repeat of a failed point is not run
   const std::string f = j["failures"][0];
   EXPECT_TRUE(contains(f, "strong-1")) << f;
   EXPECT_TRUE(contains(f, "nonfinite")) << f;

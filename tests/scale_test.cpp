@@ -28,7 +28,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 bool any_contains(const std::vector<std::string>& v, const std::string& needle) {
   for (const auto& s : v)
@@ -97,7 +99,8 @@ TEST(Amdahl, NoisyDataStaysCloseAndReportsTheFit) {
   std::vector<SpeedupPoint> pts;
   int k = 0;
   for (double n : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0})
-    for (int rep = 0; rep < 3; ++rep) pts.push_back({n, amdahl_speedup(0.95, n) * (1 + 0.02 * std::sin(1.7 * ++k))});
+    for (int rep = 0; rep < 3; ++rep)
+      pts.push_back({n, amdahl_speedup(0.95, n) * (1 + 0.02 * std::sin(1.7 * ++k))});
   const auto f = fit_amdahl(pts);
   ASSERT_TRUE(f.ok);
   EXPECT_NEAR(f.p, 0.95, 0.01);
@@ -190,7 +193,8 @@ TEST(ScalePlan, WeakScalesTheGlobalBatchWithTheRanks) {
   }
 }
 
-ScalePoint measured(const std::string& mode, int n, int64_t batch, std::vector<double> tps, double comm = 0.1) {
+ScalePoint measured(const std::string& mode, int n, int64_t batch, std::vector<double> tps,
+                    double comm = 0.1) {
   ScalePoint p;
   p.mode = mode;
   p.n = n;
@@ -207,7 +211,8 @@ ScalePoint measured(const std::string& mode, int n, int64_t batch, std::vector<d
 TEST(ScaleMath, SpeedupAndEfficiencyFromMedians) {
   ScaleSeries s;
   s.mode = "strong";
-  s.points = {measured("strong", 4, 8, {300}), measured("strong", 1, 8, {110, 90, 100}, 0.0), measured("strong", 2, 8, {180, 170, 190}, 0.2)};
+  s.points = {measured("strong", 4, 8, {300}), measured("strong", 1, 8, {110, 90, 100}, 0.0),
+              measured("strong", 2, 8, {180, 170, 190}, 0.2)};
   finish_series(s);
   ASSERT_EQ(s.points[0].n, 1);
   EXPECT_EQ(s.ref_n, 1);
@@ -302,7 +307,8 @@ ScaleResult synthetic_result() {
 TEST(ScaleResultTest, WarningsNotesAndExitCode) {
   auto r = synthetic_result();
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(any_contains(r.warnings, "8 sequences at N=1, 4 at N=2, 2 at N=4")) << ::testing::PrintToString(r.warnings);
+  EXPECT_TRUE(any_contains(r.warnings, "8 sequences at N=1, 4 at N=2, 2 at N=4"))
+      << ::testing::PrintToString(r.warnings);
   EXPECT_TRUE(r.shares_cores);  // 4 ranks x 1 thread on 2 cores
   EXPECT_TRUE(any_contains(r.warnings, "4 ranks x 1 thread(s) = 4 threads on 2 cores"));
   EXPECT_TRUE(any_contains(r.warnings, "not a cluster"));
@@ -429,7 +435,8 @@ TEST(ScaleReport, WithoutGnuplotThePageStillRenders) {
 }
 
 TEST(ScaleReport, WritesThreeFilesAtomically) {
-  const fs::path dir = fs::temp_directory_path() / ("lockstep-scale-test-" + std::to_string(std::random_device{}()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("lockstep-scale-test-" + std::to_string(std::random_device{}()));
   ScopedEnv env("LOCKSTEP_GNUPLOT", "/nonexistent/gnuplot");  // keep it fast
   const auto paths = reports::write_scale_reports(synthetic_result(), dir);
   ASSERT_EQ(paths.size(), 3u);

@@ -2,8 +2,8 @@
 // variant only chooses which function computes softmax(QK^T / sqrt(hd) + causal mask) V.
 #pragma once
 
-#include "workloads/gpt.h"
 #include "variants/variant_config.h"
+#include "workloads/gpt.h"
 
 namespace lockstep::variants {
 

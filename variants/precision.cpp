@@ -22,7 +22,8 @@ bool autocast_works(at::DeviceType device, at::ScalarType dtype) {
 
 }  // namespace
 
-Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device) : cfg_(cfg), device_(device.type()) {
+Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device)
+    : cfg_(cfg), device_(device.type()) {
   const bool cuda = device.is_cuda();
   if (cuda) {
     const bool tf32 = cfg.compute == "tf32";
@@ -32,20 +33,24 @@ Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device) : 
   if (cfg.compute == "fp32") {
     description_ = "fp32";
   } else if (cfg.compute == "tf32") {
-    description_ = cuda ? "tf32 (CUDA matmul and cuDNN TF32 on)" : "tf32: no effect on this device (CPU has no TF32 units): computes fp32";
+    description_ = cuda ? "tf32 (CUDA matmul and cuDNN TF32 on)"
+                        : "tf32: no effect on this device (CPU has no TF32 units): computes fp32";
   } else {
     dtype_ = cfg.compute == "bf16" ? at::kBFloat16 : at::kHalf;
     if (!autocast_works(device_, dtype_))
-      throw std::invalid_argument(cfg.compute + " autocast is not supported on " + (cuda ? "cuda" : "cpu") +
-                                  " by LibTorch " + compat::torch_version() +
-                                  (cuda ? "" : " (no fp16 CPU GEMM); use bf16 on CPU, or run on cuda"));
+      throw std::invalid_argument(
+          cfg.compute + " autocast is not supported on " + (cuda ? "cuda" : "cpu") +
+          " by LibTorch " + compat::torch_version() +
+          (cuda ? "" : " (no fp16 CPU GEMM); use bf16 on CPU, or run on cuda"));
     autocast_ = true;
     if (dtype_ == at::kHalf) {
       dynamic_scaling_ = true;
       scale_ = cfg.loss_scale;
-      description_ = "fp16 autocast, dynamic loss scaling from " + std::to_string(static_cast<long long>(scale_));
+      description_ = "fp16 autocast, dynamic loss scaling from " +
+                     std::to_string(static_cast<long long>(scale_));
     } else {
-      description_ = std::string("bf16 autocast") + (cuda ? "" : " (oneDNN)") + ", fp32 master weights";
+      description_ =
+          std::string("bf16 autocast") + (cuda ? "" : " (oneDNN)") + ", fp32 master weights";
     }
   }
 }

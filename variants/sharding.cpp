@@ -23,9 +23,13 @@ struct Sharding::Unit {
   bool grad_live = true;
 };
 
-Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb, const train::OptimConfig& optim)
-    : model_(model), comm_(comm), stage_(stage),
-      bucket_numel_(std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4))), optim_(optim) {
+Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
+                   const train::OptimConfig& optim)
+    : model_(model),
+      comm_(comm),
+      stage_(stage),
+      bucket_numel_(std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4))),
+      optim_(optim) {
   torch::NoGradGuard no_grad;
   const int64_t W = comm_.world(), r = comm_.rank();
   auto unit_params = model_->unit_parameters();
@@ -102,14 +106,19 @@ void Sharding::release_grad_storage(Unit& u) {
   u.grad_live = false;
 }
 
-torch::Tensor& Sharding::owned_grad(Unit& u) { return stage_ >= 2 ? u.grad_shard : u.grad; }
+torch::Tensor& Sharding::owned_grad(Unit& u) {
+  return stage_ >= 2 ? u.grad_shard : u.grad;
+}
 
 void Sharding::begin_step() {
   first_micro_ = true;
   for (auto& u : units_) {
-    if (stage_ <= 1) u->grad.zero_();
-    else if (stage_ == 2) ensure_grad_storage(*u);
-    else u->grad_shard.zero_();  // stage 3: full buffers come back just before each backward
+    if (stage_ <= 1)
+      u->grad.zero_();
+    else if (stage_ == 2)
+      ensure_grad_storage(*u);
+    else
+      u->grad_shard.zero_();  // stage 3: full buffers come back just before each backward
   }
 }
 
@@ -167,7 +176,8 @@ void Sharding::after_forward(int unit, torch::Tensor& out) {
   if (unit == 0) {
     // Backward starts at the logits: the last block is the first to finish its backward.
     next_to_finalize_ = static_cast<int>(units_.size()) - 1;
-    if (out.requires_grad()) out.register_hook([this](torch::Tensor) { pre_backward(next_to_finalize_ + 1); });
+    if (out.requires_grad())
+      out.register_hook([this](torch::Tensor) { pre_backward(next_to_finalize_ + 1); });
     return;
   }
   release_params(*units_[static_cast<size_t>(unit)]);
@@ -221,10 +231,12 @@ void Sharding::perturb_grads(double std, uint64_t seed) {
   torch::NoGradGuard no_grad;
   // Stage 0/1 hold the same reduced gradient on every rank: same seed everywhere. Stage 2/3
   // perturb their own shard.
-  auto gen = at::detail::createCPUGenerator(seed + (stage_ >= 2 ? static_cast<uint64_t>(comm_.rank()) : 0));
+  auto gen = at::detail::createCPUGenerator(
+      seed + (stage_ >= 2 ? static_cast<uint64_t>(comm_.rank()) : 0));
   for (auto& u : units_) {
     auto& g = owned_grad(*u);
-    auto noise = at::normal(0.0, std, {g.numel()}, gen, torch::TensorOptions().dtype(torch::kFloat32));
+    auto noise =
+        at::normal(0.0, std, {g.numel()}, gen, torch::TensorOptions().dtype(torch::kFloat32));
     g.add_(noise.to(g.device()));
   }
 }
@@ -265,7 +277,8 @@ fs::path state_file(const fs::path& dir, int stage, int rank) {
 void Sharding::save(const fs::path& dir) const {
   if (stage_ == 0 && comm_.rank() != 0) return;
   torch::serialize::OutputArchive ar;
-  ar.write("meta", torch::tensor({static_cast<int64_t>(stage_), static_cast<int64_t>(comm_.world()), padded_numel()}));
+  ar.write("meta", torch::tensor({static_cast<int64_t>(stage_), static_cast<int64_t>(comm_.world()),
+                                  padded_numel()}));
   for (const auto& u : units_) {
     const std::string k = "u" + std::to_string(u->index);
     ar.write(k + ".master", u->master.cpu());
@@ -286,10 +299,13 @@ void Sharding::load(const fs::path& dir) {
   ar.load_from(path.string());
   torch::Tensor meta;
   ar.read("meta", meta);
-  if (meta[0].item<int64_t>() != stage_ || meta[1].item<int64_t>() != comm_.world() || meta[2].item<int64_t>() != padded_numel())
-    throw std::runtime_error(path.string() + ": checkpoint was written with zero_stage " + std::to_string(meta[0].item<int64_t>()) +
-                             " on " + std::to_string(meta[1].item<int64_t>()) + " ranks; this run has zero_stage " +
-                             std::to_string(stage_) + " on " + std::to_string(comm_.world()));
+  if (meta[0].item<int64_t>() != stage_ || meta[1].item<int64_t>() != comm_.world() ||
+      meta[2].item<int64_t>() != padded_numel())
+    throw std::runtime_error(path.string() + ": checkpoint was written with zero_stage " +
+                             std::to_string(meta[0].item<int64_t>()) + " on " +
+                             std::to_string(meta[1].item<int64_t>()) +
+                             " ranks; this run has zero_stage " + std::to_string(stage_) + " on " +
+                             std::to_string(comm_.world()));
   for (auto& u : units_) {
     const std::string k = "u" + std::to_string(u->index);
     torch::Tensor t;

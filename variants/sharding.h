@@ -29,7 +29,8 @@ namespace lockstep::variants {
 
 class Sharding final : public workloads::UnitHooks {
  public:
-  Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb, const train::OptimConfig& optim);
+  Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
+           const train::OptimConfig& optim);
   ~Sharding() override;
 
   // Before the first micro-step of a step: zeroes (or re-allocates) the gradient buffers.

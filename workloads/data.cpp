@@ -9,7 +9,9 @@
 namespace lockstep::workloads {
 namespace {
 
-double uniform01(uint64_t& s) { return static_cast<double>(splitmix64(s) >> 11) * 0x1.0p-53; }
+double uniform01(uint64_t& s) {
+  return static_cast<double>(splitmix64(s) >> 11) * 0x1.0p-53;
+}
 
 uint64_t mix(uint64_t seed, uint64_t index) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull ^ index;
@@ -21,7 +23,8 @@ uint64_t mix(uint64_t seed, uint64_t index) {
 // stationary distribution: the loss floor the report prints.
 class SyntheticSource final : public TokenSource {
  public:
-  SyntheticSource(int64_t vocab, int64_t fanout, uint64_t seed) : vocab_(vocab), fanout_(fanout), seed_(seed) {
+  SyntheticSource(int64_t vocab, int64_t fanout, uint64_t seed)
+      : vocab_(vocab), fanout_(fanout), seed_(seed) {
     double z = 0;
     for (int64_t k = 0; k < fanout; ++k) z += std::ldexp(1.0, static_cast<int>(-k));
     double acc = 0;
@@ -42,7 +45,8 @@ class SyntheticSource final : public TokenSource {
         do {
           t = static_cast<int64_t>(splitmix64(s) % static_cast<uint64_t>(vocab));
           dup = false;
-          for (int64_t j = 0; j < k; ++j) dup = dup || next_[static_cast<size_t>(v * fanout + j)] == t;
+          for (int64_t j = 0; j < k; ++j)
+            dup = dup || next_[static_cast<size_t>(v * fanout + j)] == t;
         } while (dup);
         next_[static_cast<size_t>(v * fanout + k)] = t;
       }
@@ -59,7 +63,8 @@ class SyntheticSource final : public TokenSource {
     }
   }
   std::string describe() const override {
-    return "synthetic Markov chain, vocab " + std::to_string(vocab_) + ", fanout " + std::to_string(fanout_);
+    return "synthetic Markov chain, vocab " + std::to_string(vocab_) + ", fanout " +
+           std::to_string(fanout_);
   }
   std::optional<double> loss_floor() const override { return floor_; }
 
@@ -98,8 +103,10 @@ std::vector<char> read_all(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<TokenSource> make_source(const DataConfig& data, int64_t vocab_size, int64_t sample_len, uint64_t seed) {
-  if (data.source == "synthetic") return std::make_unique<SyntheticSource>(vocab_size, data.fanout, seed);
+std::unique_ptr<TokenSource> make_source(const DataConfig& data, int64_t vocab_size,
+                                         int64_t sample_len, uint64_t seed) {
+  if (data.source == "synthetic")
+    return std::make_unique<SyntheticSource>(vocab_size, data.fanout, seed);
   std::vector<char> bytes = read_all(data.path);
   std::vector<int64_t> tokens;
   std::string what;
@@ -114,21 +121,24 @@ std::unique_ptr<TokenSource> make_source(const DataConfig& data, int64_t vocab_s
       std::memcpy(&magic, bytes.data(), sizeof magic);
       if (magic == 20240520) off = 1024;
     }
-    if ((bytes.size() - off) % 2 != 0) throw std::runtime_error(data.path + ": odd byte count for a uint16 token file");
+    if ((bytes.size() - off) % 2 != 0)
+      throw std::runtime_error(data.path + ": odd byte count for a uint16 token file");
     for (size_t i = off; i + 1 < bytes.size(); i += 2) {
       uint16_t t = 0;
       std::memcpy(&t, bytes.data() + i, 2);
       if (t >= vocab_size)
         throw std::runtime_error(data.path + ": token " + std::to_string(t) + " at position " +
-                                 std::to_string((i - off) / 2) + " >= vocab_size " + std::to_string(vocab_size));
+                                 std::to_string((i - off) / 2) + " >= vocab_size " +
+                                 std::to_string(vocab_size));
       tokens.push_back(t);
     }
     what = "uint16 tokens of " + data.path;
   }
   if (static_cast<int64_t>(tokens.size()) < sample_len)
-    throw std::runtime_error(data.path + ": " + std::to_string(tokens.size()) + " tokens, fewer than one sample (" +
-                             std::to_string(sample_len) + ")");
-  return std::make_unique<ArraySource>(std::move(tokens), seed, what + " (" + std::to_string(tokens.size()) + " tokens)");
+    throw std::runtime_error(data.path + ": " + std::to_string(tokens.size()) +
+                             " tokens, fewer than one sample (" + std::to_string(sample_len) + ")");
+  return std::make_unique<ArraySource>(std::move(tokens), seed,
+                                       what + " (" + std::to_string(tokens.size()) + " tokens)");
 }
 
 BatchStats batch_stats(const int64_t* tokens, size_t n) {

@@ -28,7 +28,8 @@ class TokenSource {
 
 // `sample_len` = tokens per sample (seq_len + 1: inputs and shifted targets).
 // Throws std::runtime_error naming the file for unreadable or too-short data.
-std::unique_ptr<TokenSource> make_source(const DataConfig& data, int64_t vocab_size, int64_t sample_len, uint64_t seed);
+std::unique_ptr<TokenSource> make_source(const DataConfig& data, int64_t vocab_size,
+                                         int64_t sample_len, uint64_t seed);
 
 // Which global samples a rank reads: global batch B split into W contiguous local slices.
 struct BatchPlan {
@@ -36,15 +37,16 @@ struct BatchPlan {
   int64_t local_batch() const { return global_batch / world_size; }
   // 1-based step, 0-based micro-step, rank, 0-based row within the local batch.
   uint64_t index(int64_t step, int64_t micro, int64_t rank, int64_t row) const {
-    return static_cast<uint64_t>(((step - 1) * grad_accum + micro) * global_batch + rank * local_batch() + row);
+    return static_cast<uint64_t>(((step - 1) * grad_accum + micro) * global_batch +
+                                 rank * local_batch() + row);
   }
 };
 
 // Statistics of one batch, logged per step for the loss-spike diagnosis.
 struct BatchStats {
-  double token_entropy = 0;   // nats, of the unigram distribution within the batch
-  double repeat_share = 0;    // share of positions equal to their predecessor
-  uint64_t hash = 0;          // FNV-1a of the tokens: replays the batch
+  double token_entropy = 0;  // nats, of the unigram distribution within the batch
+  double repeat_share = 0;   // share of positions equal to their predecessor
+  uint64_t hash = 0;         // FNV-1a of the tokens: replays the batch
 };
 BatchStats batch_stats(const int64_t* tokens, size_t n);
 

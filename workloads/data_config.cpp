@@ -12,13 +12,17 @@ void finalize(config::Config& c) {
   if (src == "text" && c.integer("model.vocab_size") < 256)
     c.fail("model.vocab_size", "source \"text\" reads bytes: vocab_size must be >= 256");
   if (src == "tokens" && c.integer("model.vocab_size") > 65536)
-    c.fail("model.vocab_size", "source \"tokens\" reads uint16 tokens: vocab_size must be <= 65536");
+    c.fail("model.vocab_size",
+           "source \"tokens\" reads uint16 tokens: vocab_size must be <= 65536");
   const int64_t world = c.integer("parallel.world_size"), batch = c.integer("data.batch_size");
   // Cross-key rules point at a key the user wrote (a default has no line in any file).
-  auto at = [&](const char* first, const char* other) { return c.is_set(first) || !c.is_set(other) ? first : other; };
+  auto at = [&](const char* first, const char* other) {
+    return c.is_set(first) || !c.is_set(other) ? first : other;
+  };
   if (batch % world != 0)
     c.fail(at("data.batch_size", "parallel.world_size"),
-           "batch_size = " + std::to_string(batch) + " (global) is not divisible by world_size = " + std::to_string(world));
+           "batch_size = " + std::to_string(batch) +
+               " (global) is not divisible by world_size = " + std::to_string(world));
   if (src == "synthetic" && c.integer("data.fanout") > c.integer("model.vocab_size"))
     c.fail(at("data.fanout", "model.vocab_size"), "fanout must not exceed vocab_size");
 }
@@ -31,11 +35,15 @@ const config::SectionSchema& data_schema() {
       "data",
       "Training data, deterministic from (seed, step, sample index).",
       {
-          KeySpec::Str("source", "synthetic", "synthetic Markov stream | bytes of a file | uint16 token file").one_of({"synthetic", "text", "tokens"}),
+          KeySpec::Str("source", "synthetic",
+                       "synthetic Markov stream | bytes of a file | uint16 token file")
+              .one_of({"synthetic", "text", "tokens"}),
           KeySpec::Str("path", std::nullopt, "file for text/tokens (relative to the config file)"),
-          KeySpec::Int("batch_size", 8, "global sequences per micro-step, split over the ranks").range(1, 1 << 20),
+          KeySpec::Int("batch_size", 8, "global sequences per micro-step, split over the ranks")
+              .range(1, 1 << 20),
           KeySpec::Int("grad_accum", 1, "micro-steps per optimizer step").range(1, 4096),
-          KeySpec::Int("fanout", 4, "synthetic: successors per token (sets the loss floor)").range(1, 64),
+          KeySpec::Int("fanout", 4, "synthetic: successors per token (sets the loss floor)")
+              .range(1, 64),
       },
       finalize,
   };
@@ -48,7 +56,8 @@ DataConfig DataConfig::from(const config::Config& c) {
   if (c.has_value("data.path")) {
     std::filesystem::path p = c.str("data.path");
     const std::string& origin = c.where("data.path").file;  // "<--set ...>" for overrides: the CWD
-    if (p.is_relative() && origin.rfind("<", 0) != 0) p = std::filesystem::path(origin).parent_path() / p;
+    if (p.is_relative() && origin.rfind("<", 0) != 0)
+      p = std::filesystem::path(origin).parent_path() / p;
     d.path = p.lexically_normal().string();
   }
   d.batch_size = c.integer("data.batch_size");

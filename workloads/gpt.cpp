@@ -13,14 +13,14 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, Attenti
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / n_heads_;
-  auto qkv = c_attn(x);                                   // (B, T, 3*C)
-  auto parts = qkv.split(C, /*dim=*/2);                   // 3 x (B, T, C)
+  auto qkv = c_attn(x);                                          // (B, T, 3*C)
+  auto parts = qkv.split(C, /*dim=*/2);                          // 3 x (B, T, C)
   auto q = parts[0].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
   auto k = parts[1].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
   auto v = parts[2].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
-  auto y = kernel_(q, k, v);                              // (B, H, T, hd)
-  y = y.transpose(1, 2).contiguous().view({B, T, C});     // (B, T, C)
-  return c_proj(y);                                       // (B, T, C)
+  auto y = kernel_(q, k, v);                                     // (B, H, T, hd)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});            // (B, T, C)
+  return c_proj(y);                                              // (B, T, C)
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
@@ -92,17 +92,17 @@ void GPTImpl::remove_hooks(UnitHooks* hooks) {
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   for (auto* h : hooks_) h->before_forward(0);
-  auto pos = torch::arange(T, idx.options());        // (T)
-  auto x = wte(idx) + wpe(pos);                       // (B, T, C)
+  auto pos = torch::arange(T, idx.options());  // (T)
+  auto x = wte(idx) + wpe(pos);                // (B, T, C)
   for (auto* h : hooks_) h->after_embedding(x);
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const int unit = static_cast<int>(i) + 1;
     for (auto* h : hooks_) h->before_forward(unit);
-    x = blocks_[i]->forward(x);                       // (B, T, C)
+    x = blocks_[i]->forward(x);  // (B, T, C)
     for (auto* h : hooks_) h->after_forward(unit, x);
   }
-  x = ln_f(x);                                        // (B, T, C)
-  auto logits = torch::matmul(x, wte->weight.t());    // (B, T, V), head tied to wte
+  x = ln_f(x);                                      // (B, T, C)
+  auto logits = torch::matmul(x, wte->weight.t());  // (B, T, V), head tied to wte
   for (auto* h : hooks_) h->after_forward(0, logits);
   return logits;
 }

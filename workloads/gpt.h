@@ -21,7 +21,8 @@
 namespace lockstep::workloads {
 
 // Causal attention over (B, H, T, hd) queries, keys and values -> (B, H, T, hd).
-using AttentionKernel = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+using AttentionKernel =
+    std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
 
 // Observer of the model's units, in the spirit of nn.Module forward hooks. Unit 0 is the root
 // (embeddings, final LayerNorm, tied head); units 1..L are the blocks.

@@ -46,10 +46,12 @@ const config::SectionSchema& model_schema() {
       "model",
       "The reference GPT-2-style decoder (workloads/gpt.h).",
       {
-          KeySpec::Str("preset", "tiny", "shape preset; the keys below override it").one_of({"tiny", "small", "gpt2-124m"}),
+          KeySpec::Str("preset", "tiny", "shape preset; the keys below override it")
+              .one_of({"tiny", "small", "gpt2-124m"}),
           KeySpec::Int("d_model", std::nullopt, "embedding width C").range(8, 16384),
           KeySpec::Int("n_layers", std::nullopt, "transformer blocks L").range(1, 256),
-          KeySpec::Int("n_heads", std::nullopt, "attention heads H (must divide d_model)").range(1, 256),
+          KeySpec::Int("n_heads", std::nullopt, "attention heads H (must divide d_model)")
+              .range(1, 256),
           KeySpec::Int("seq_len", std::nullopt, "context length T").range(2, 65536),
           KeySpec::Int("vocab_size", std::nullopt, "vocabulary V").range(2, 1048576),
       },
@@ -71,7 +73,7 @@ ModelConfig ModelConfig::from(const config::Config& c) {
 
 int64_t ModelConfig::parameter_count() const {
   const int64_t C = d_model;
-  const int64_t per_block = 2 * 2 * C            // ln_1, ln_2 (weight + bias)
+  const int64_t per_block = 2 * 2 * C              // ln_1, ln_2 (weight + bias)
                             + (C * 3 * C + 3 * C)  // attn qkv
                             + (C * C + C)          // attn proj
                             + (C * 4 * C + 4 * C)  // mlp fc

@@ -9,7 +9,8 @@
 namespace lockstep::cli {
 
 int main(int argc, char** argv) {
-  CLI::App app{"lockstep: does this training optimization really help, and is it still the same math?"};
+  CLI::App app{
+      "lockstep: does this training optimization really help, and is it still the same math?"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lockstep 0.1"));
   Action action;

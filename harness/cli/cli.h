@@ -24,7 +24,7 @@ void add_calibrate_command(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_bisect_command(CLI::App& app, Action& action);
-void add_history_command(CLI::App& app, Action& action);  // history list|show|export|prune|report
+void add_history_command(CLI::App& app, Action& action);    // history list|show|export|prune|report
 void add_diagnose_commands(CLI::App& app, Action& action);  // diagnose, stages, trace-check
 void add_scale_command(CLI::App& app, Action& action);      // strong/weak scaling, Amdahl fit
 

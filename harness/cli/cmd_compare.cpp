@@ -19,8 +19,8 @@ namespace {
 
 // Writes the reports and records the comparison in the history database (unless record is
 // false); a recording failure is a one-line warning, never the exit code.
-int report_and_exit(const compare::CompareResult& r, const std::string& out, const std::string& history_db = "",
-                    bool record = true) {
+int report_and_exit(const compare::CompareResult& r, const std::string& out,
+                    const std::string& history_db = "", bool record = true) {
   auto files = reports::write_reports(r, out);
   std::cout << reports::make_reporter("console")->render(r);
   for (const auto& f : files) std::cout << "  " << f.string() << "\n";
@@ -29,7 +29,9 @@ int report_and_exit(const compare::CompareResult& r, const std::string& out, con
     for (const auto& f : files) paths.push_back(std::filesystem::absolute(f).string());
     const auto db = history::resolve_path(history_db);
     const std::string err = history::try_record_compare(db, r, paths);
-    if (!err.empty()) std::cerr << "lockstep: warning: comparison not recorded in " << db.string() << ": " << err << "\n";
+    if (!err.empty())
+      std::cerr << "lockstep: warning: comparison not recorded in " << db.string() << ": " << err
+                << "\n";
   }
   return r.exit_code;
 }
@@ -38,7 +40,8 @@ int report_and_exit(const compare::CompareResult& r, const std::string& out, con
 // config hash) on this machine. Throws UsageError (exit 2) when there is none.
 void use_history_reference(compare::CompareRequest& req, const std::string& history_db) {
   auto sets = req.baseline.sets;
-  if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));  // as run_comparison does
+  if (req.steps > 0)
+    sets.push_back("run.steps=" + std::to_string(req.steps));  // as run_comparison does
   const auto cfg = config::Config::load(req.baseline.config, sets);
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
@@ -52,15 +55,18 @@ void use_history_reference(compare::CompareRequest& req, const std::string& hist
   if (!ref) {
     std::string record = "lockstep run " + req.baseline.config;
     for (const auto& s : sets) record += " --set " + s;
-    throw UsageError("--against-history: no recorded run of config '" + cfg.str("run.name") + "' (hash " + cfg.hash() +
-                     ") on host " + host + " in " + db.string() + "; record one with `" + record + " --history " + db.string() + "`");
+    throw UsageError("--against-history: no recorded run of config '" + cfg.str("run.name") +
+                     "' (hash " + cfg.hash() + ") on host " + host + " in " + db.string() +
+                     "; record one with `" + record + " --history " + db.string() + "`");
   }
   req.reference_curve = ref->curve;
-  req.reference_source = "history run #" + std::to_string(ref->id) + " (commit " + ref->git_commit.substr(0, 10) + ", " +
-                         ref->recorded_at + ")";
+  req.reference_source = "history run #" + std::to_string(ref->id) + " (commit " +
+                         ref->git_commit.substr(0, 10) + ", " + ref->recorded_at + ")";
 }
 
-void progress_line(const std::string& s) { std::cerr << "[compare] " << s << std::endl; }
+void progress_line(const std::string& s) {
+  std::cerr << "[compare] " << s << std::endl;
+}
 
 }  // namespace
 
@@ -74,20 +80,30 @@ void add_compare_command(CLI::App& app, Action& action) {
     bool no_history = false, against_history = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmp = app.add_subcommand("compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
-  cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")->required()->expected(1, 2);
+  auto* cmp = app.add_subcommand(
+      "compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
+  cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")
+      ->required()
+      ->expected(1, 2);
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
-  cmp->add_option("--steps", o->steps, "override run.steps of both arms")->check(CLI::PositiveNumber);
-  cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")->check(CLI::NonNegativeNumber);
-  cmp->add_option("--repeats", o->repeats, "timing repeats per arm (default gate.repeats = 5)")->check(CLI::PositiveNumber);
+  cmp->add_option("--steps", o->steps, "override run.steps of both arms")
+      ->check(CLI::PositiveNumber);
+  cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")
+      ->check(CLI::NonNegativeNumber);
+  cmp->add_option("--repeats", o->repeats, "timing repeats per arm (default gate.repeats = 5)")
+      ->check(CLI::PositiveNumber);
   cmp->add_option("--policy", o->policy, "a TOML file whose [gate] section is the policy to apply");
-  cmp->add_option("--golden", o->golden, "compare the variant's curve with these `step loss` lines (no timing verdict)");
+  cmp->add_option("--golden", o->golden,
+                  "compare the variant's curve with these `step loss` lines (no timing verdict)");
   cmp->add_option("--set-baseline", o->bsets, "override a baseline key: section.key=value");
   cmp->add_option("--set-variant", o->vsets, "override a variant key: section.key=value");
-  cmp->add_option("--history", o->history, "history database (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
-  cmp->add_flag("--no-history", o->no_history, "do not record this comparison in the history database");
+  cmp->add_option("--history", o->history,
+                  "history database (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
+  cmp->add_flag("--no-history", o->no_history,
+                "do not record this comparison in the history database");
   cmp->add_flag("--against-history", o->against_history,
-                "check the loss against the latest recorded run of the baseline config on this machine (the baseline is still re-run for timing)");
+                "check the loss against the latest recorded run of the baseline config on this "
+                "machine (the baseline is still re-run for timing)");
   cmp->callback([&action, o] {
     action = [o] {
       compare::CompareRequest req;
@@ -134,12 +150,15 @@ void add_bisect_command(CLI::App& app, Action& action) {
     int64_t steps = 0, repeats = 0;
   };
   auto o = std::make_shared<Opts>();
-  auto* b = app.add_subcommand("bisect", "For a variant that changes several knobs: try each alone and cumulatively, name the culprit(s)");
+  auto* b = app.add_subcommand("bisect",
+                               "For a variant that changes several knobs: try each alone and "
+                               "cumulatively, name the culprit(s)");
   b->add_option("BASELINE", o->baseline, "baseline config")->required();
   b->add_option("VARIANT", o->variant, "variant config")->required();
   b->add_option("--out", o->out, "output folder");
   b->add_option("--steps", o->steps, "override run.steps")->check(CLI::PositiveNumber);
-  b->add_option("--repeats", o->repeats, "timing repeats per arm in each trial")->check(CLI::PositiveNumber);
+  b->add_option("--repeats", o->repeats, "timing repeats per arm in each trial")
+      ->check(CLI::PositiveNumber);
   b->callback([&action, o] {
     action = [o] {
       compare::BisectRequest req;
@@ -147,7 +166,11 @@ void add_bisect_command(CLI::App& app, Action& action) {
       req.variant = o->variant;
       req.steps = o->steps;
       req.repeats = o->repeats;
-      req.out_dir = o->out.empty() ? util::timestamped_run_dir("bisect-" + std::filesystem::path(o->variant).stem().string()).string() : o->out;
+      req.out_dir = o->out.empty()
+                        ? util::timestamped_run_dir(
+                              "bisect-" + std::filesystem::path(o->variant).stem().string())
+                              .string()
+                        : o->out;
       req.log = progress_line;
       auto result = compare::run_bisect(req);
       std::cout << compare::render_bisect(result);
@@ -157,12 +180,14 @@ void add_bisect_command(CLI::App& app, Action& action) {
 }
 
 void add_demo_command(CLI::App& app, Action& action) {
-  auto* demo = app.add_subcommand("demo", "The default demonstration: baseline vs bf16 on the tiny preset");
+  auto* demo =
+      app.add_subcommand("demo", "The default demonstration: baseline vs bf16 on the tiny preset");
   demo->callback([&action] {
     action = [] {
       compare::CompareRequest req;
       req.baseline = {"baseline", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml", {}};
-      req.variant = {"variant", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/variants/bf16.toml", {}};
+      req.variant = {
+          "variant", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/variants/bf16.toml", {}};
       req.out_dir = util::timestamped_run_dir("demo-bf16").string();
       req.log = progress_line;
       return report_and_exit(compare::run_comparison(req), req.out_dir);

@@ -10,7 +10,8 @@
 namespace lockstep::cli {
 
 void add_config_commands(CLI::App& app, Action& action) {
-  auto* cfg = app.add_subcommand("config", "Inspect configs: the effective values, and what a variant changes");
+  auto* cfg = app.add_subcommand(
+      "config", "Inspect configs: the effective values, and what a variant changes");
   cfg->require_subcommand(1);
 
   struct ShowOpts {
@@ -19,19 +20,22 @@ void add_config_commands(CLI::App& app, Action& action) {
     bool plain = false;
   };
   auto so = std::make_shared<ShowOpts>();
-  auto* show = cfg->add_subcommand("show", "Print the effective config (extends resolved, defaults filled)");
+  auto* show =
+      cfg->add_subcommand("show", "Print the effective config (extends resolved, defaults filled)");
   show->add_option("FILE", so->file, "config file")->required();
   show->add_option("--set", so->sets, "override: section.key=value (repeatable)");
   show->add_flag("--plain", so->plain, "no '# default' / '# from' annotations");
   show->callback([&action, so] {
     action = [so] {
       auto c = config::Config::load(so->file, so->sets);
-      std::cout << "# effective config of " << c.path() << " (hash " << c.hash() << ")\n" << c.to_toml(!so->plain);
+      std::cout << "# effective config of " << c.path() << " (hash " << c.hash() << ")\n"
+                << c.to_toml(!so->plain);
       return kExitPass;
     };
   });
 
-  auto* keys = cfg->add_subcommand("keys", "Print every config section and key (type, default, range, meaning) as Markdown");
+  auto* keys = cfg->add_subcommand(
+      "keys", "Print every config section and key (type, default, range, meaning) as Markdown");
   keys->callback([&action] {
     action = [] {
       std::cout << config::keys_markdown();
@@ -51,7 +55,8 @@ void add_config_commands(CLI::App& app, Action& action) {
       auto ca = config::Config::load(dop->a), cb = config::Config::load(dop->b);
       auto changes = config::diff(ca, cb);
       if (changes.empty()) std::cout << "no differences\n";
-      for (const auto& ch : changes) std::cout << ch.key << ": " << ch.before << " -> " << ch.after << "\n";
+      for (const auto& ch : changes)
+        std::cout << ch.key << ": " << ch.before << " -> " << ch.after << "\n";
       return kExitPass;
     };
   });

@@ -21,16 +21,21 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
       bool json = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* cmd = app.add_subcommand("diagnose", "Find loss spikes, non-finite losses and slow steps in a run, and rank their causes");
-    cmd->add_option("RUN_DIR", o->run, "a run folder (metrics.jsonl, metrics.rank<r>.jsonl)")->required();
+    auto* cmd = app.add_subcommand(
+        "diagnose",
+        "Find loss spikes, non-finite losses and slow steps in a run, and rank their causes");
+    cmd->add_option("RUN_DIR", o->run, "a run folder (metrics.jsonl, metrics.rank<r>.jsonl)")
+        ->required();
     cmd->add_option("--out", o->out, "where diagnosis.json/.md/.html go (default RUN_DIR)");
     cmd->add_flag("--json", o->json, "print the JSON instead of the text");
     cmd->callback([&action, o] {
       action = [o] {
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
-        if (!fs::exists(fs::path(o->run) / "metrics.jsonl")) throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");
+        if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
+          throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");
         auto r = diagnose::diagnose_run(o->run);
-        auto files = diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
+        auto files =
+            diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
         if (o->json) {
           std::cout << diagnose::to_json(r).dump(2) << "\n";
         } else {
@@ -48,15 +53,25 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
       bool json = false;
     };
     auto o = std::make_shared<Opts>();
-    auto* cmd = app.add_subcommand("stages", "Split the model into pipeline stages from measured per-layer cost: optimal vs naive");
-    cmd->add_option("RUN_DIR", o->run, "a run folder with layer_costs.json (or the file itself)")->required();
-    cmd->add_option("--stages", o->stages, "pipeline stages P")->required()->check(CLI::PositiveNumber);
-    cmd->add_option("--microbatches", o->microbatches, "micro-batches per step for the bubble estimate (default 4*P)")->check(CLI::PositiveNumber);
+    auto* cmd = app.add_subcommand(
+        "stages",
+        "Split the model into pipeline stages from measured per-layer cost: optimal vs naive");
+    cmd->add_option("RUN_DIR", o->run, "a run folder with layer_costs.json (or the file itself)")
+        ->required();
+    cmd->add_option("--stages", o->stages, "pipeline stages P")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--microbatches", o->microbatches,
+                    "micro-batches per step for the bubble estimate (default 4*P)")
+        ->check(CLI::PositiveNumber);
     cmd->add_flag("--json", o->json, "print JSON");
     cmd->callback([&action, o] {
       action = [o] {
-        fs::path p = fs::is_directory(o->run) ? fs::path(o->run) / "layer_costs.json" : fs::path(o->run);
-        if (!fs::exists(p)) throw UsageError(p.string() + ": no such file (the run records per-layer costs when profiling is on)");
+        fs::path p =
+            fs::is_directory(o->run) ? fs::path(o->run) / "layer_costs.json" : fs::path(o->run);
+        if (!fs::exists(p))
+          throw UsageError(p.string() +
+                           ": no such file (the run records per-layer costs when profiling is on)");
         diagnose::LayerCosts costs;
         try {
           costs = diagnose::read_layer_costs(p);
@@ -69,22 +84,27 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         } catch (const std::invalid_argument& e) {
           throw UsageError(e.what());
         }
-        if (o->json) std::cout << diagnose::to_json(plan).dump(2) << "\n";
-        else std::cout << diagnose::render_text(plan, costs);
+        if (o->json)
+          std::cout << diagnose::to_json(plan).dump(2) << "\n";
+        else
+          std::cout << diagnose::render_text(plan, costs);
         return kExitPass;
       };
     });
   }
   {
     auto files = std::make_shared<std::vector<std::string>>();
-    auto* cmd = app.add_subcommand("trace-check", "Validate Chrome trace-event files (one per rank): exit 0 valid, 1 invalid");
+    auto* cmd = app.add_subcommand(
+        "trace-check", "Validate Chrome trace-event files (one per rank): exit 0 valid, 1 invalid");
     cmd->add_option("FILE", *files, "trace files, e.g. RUN_DIR/trace.rank*.json")->required();
     cmd->callback([&action, files] {
       action = [files] {
         std::vector<fs::path> paths(files->begin(), files->end());
         auto errors = diagnose::check_trace_files(paths);
         for (const auto& e : errors) std::cout << "invalid: " << e << "\n";
-        if (errors.empty()) std::cout << "valid: " << paths.size() << (paths.size() == 1 ? " trace file" : " trace files") << "\n";
+        if (errors.empty())
+          std::cout << "valid: " << paths.size()
+                    << (paths.size() == 1 ? " trace file" : " trace files") << "\n";
         return errors.empty() ? kExitPass : kExitGateFailed;
       };
     });

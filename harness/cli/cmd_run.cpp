@@ -16,15 +16,24 @@ void add_run_command(CLI::App& app, Action& action) {
   auto req = std::make_shared<RunRequest>();
   auto* run = app.add_subcommand("run", "Train the reference workload once and measure it");
   run->add_option("CONFIG", req->config, "config file (TOML)");
-  run->add_option("--steps", req->steps, "optimizer steps (overrides run.steps and the LR schedule's length)")->check(CLI::PositiveNumber);
-  run->add_option("--stop-after", req->stop_after, "stop after this step; the schedule stays run.steps long")->check(CLI::PositiveNumber);
+  run->add_option("--steps", req->steps,
+                  "optimizer steps (overrides run.steps and the LR schedule's length)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--stop-after", req->stop_after,
+                  "stop after this step; the schedule stays run.steps long")
+      ->check(CLI::PositiveNumber);
   run->add_option("--out", req->out, "output folder (default runs/<time>-<name>)");
   run->add_option("--set", req->sets, "override a key: section.key=value (repeatable)");
-  run->add_option("--nproc", req->nproc, "ranks to spawn on this machine (overrides parallel.world_size)")->check(CLI::PositiveNumber);
+  run->add_option("--nproc", req->nproc,
+                  "ranks to spawn on this machine (overrides parallel.world_size)")
+      ->check(CLI::PositiveNumber);
   run->add_option("--resume", req->resume, "continue a run folder from its latest checkpoint");
-  run->add_option("--export-losses", req->export_losses, "write the loss curve as 'step loss' lines (golden values)");
+  run->add_option("--export-losses", req->export_losses,
+                  "write the loss curve as 'step loss' lines (golden values)");
   run->add_flag("--quiet", req->quiet, "no progress or summary on stdout");
-  run->add_option("--history", req->history, "history database to record the run in (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
+  run->add_option("--history", req->history,
+                  "history database to record the run in (default: $LOCKSTEP_HISTORY, else "
+                  "runs/history.sqlite)");
   run->add_flag("--no-history", req->no_history, "do not record this run in the history database");
   run->callback([&action, req, run] {
     action = [req, run] {
@@ -44,17 +53,22 @@ void add_calibrate_command(CLI::App& app, Action& action) {
     double seconds = 0.5;
   };
   auto o = std::make_shared<Opts>();
-  auto* cal = app.add_subcommand("calibrate", "Measure this CPU's GEMM peak per dtype and thread count (for MFU) and cache it");
+  auto* cal = app.add_subcommand(
+      "calibrate",
+      "Measure this CPU's GEMM peak per dtype and thread count (for MFU) and cache it");
   cal->add_option("--threads", o->threads, "thread counts to measure")->check(CLI::PositiveNumber);
-  cal->add_option("--dtypes", o->dtypes, "dtypes to measure")->check(CLI::IsMember({"fp32", "bf16"}));
+  cal->add_option("--dtypes", o->dtypes, "dtypes to measure")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cal->add_option("--seconds", o->seconds, "time per GEMM size")->check(CLI::PositiveNumber);
   cal->callback([&action, o] {
     action = [o] {
       for (int t : o->threads)
         for (const auto& d : o->dtypes) {
           auto p = measure_gemm_peak(d, t, o->seconds);
-          store_cpu_peak(t, compat::torch_version(), d, p.flops, "square GEMM " + std::to_string(p.best_n));
-          std::printf("%-5s %2d thread(s): %8.1f GFLOP/s (best at %dx%d)\n", d.c_str(), t, p.flops / 1e9, p.best_n, p.best_n);
+          store_cpu_peak(t, compat::torch_version(), d, p.flops,
+                         "square GEMM " + std::to_string(p.best_n));
+          std::printf("%-5s %2d thread(s): %8.1f GFLOP/s (best at %dx%d)\n", d.c_str(), t,
+                      p.flops / 1e9, p.best_n, p.best_n);
         }
       std::cout << "cached in " << calibration_file().string() << "\n";
       return kExitPass;
@@ -63,4 +77,3 @@ void add_calibrate_command(CLI::App& app, Action& action) {
 }
 
 }  // namespace lockstep::cli
-

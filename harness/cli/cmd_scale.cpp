@@ -16,14 +16,14 @@
 namespace lockstep::cli {
 namespace {
 
-
 // "1,2,4" -> {1, 2, 4}; throws UsageError naming the bad item.
 std::vector<int> parse_nprocs(const std::string& s) {
   std::vector<int> out;
   size_t start = 0;
   for (;;) {
     const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t used = 0;
     long v = 0;
     try {
@@ -32,7 +32,9 @@ std::vector<int> parse_nprocs(const std::string& s) {
       used = 0;
     }
     if (item.empty() || used != item.size() || v < 1 || v > 4096)
-      throw UsageError("--nproc: '" + item + "' is not a rank count (give positive integers separated by commas, e.g. 1,2,4)");
+      throw UsageError(
+          "--nproc: '" + item +
+          "' is not a rank count (give positive integers separated by commas, e.g. 1,2,4)");
     out.push_back(static_cast<int>(v));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -49,13 +51,17 @@ void add_scale_command(CLI::App& app, Action& action) {
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Opts>();
-  auto* sc = app.add_subcommand("scale", "Strong and weak scaling over rank counts: tokens/s, speed-up, efficiency, comm share, Amdahl fit");
+  auto* sc = app.add_subcommand("scale",
+                                "Strong and weak scaling over rank counts: tokens/s, speed-up, "
+                                "efficiency, comm share, Amdahl fit");
   sc->add_option("CONFIG", o->config, "config file")->required();
   sc->add_option("--nproc", o->nproc, "rank counts, comma-separated (e.g. 1,2,4)")->required();
   sc->add_option("--mode", o->mode, "strong (fixed global batch), weak (batch_size x N) or both")
       ->check(CLI::IsMember({"strong", "weak", "both"}));
-  sc->add_option("--repeats", o->repeats, "runs per point; the median tokens/s is kept (default 3)")->check(CLI::PositiveNumber);
-  sc->add_option("--steps-timed", o->steps_timed, "timed steps per run, after warmup and the profile window (default 30)")
+  sc->add_option("--repeats", o->repeats, "runs per point; the median tokens/s is kept (default 3)")
+      ->check(CLI::PositiveNumber);
+  sc->add_option("--steps-timed", o->steps_timed,
+                 "timed steps per run, after warmup and the profile window (default 30)")
       ->check(CLI::PositiveNumber);
   sc->add_option("--set", o->sets, "override a config key for every point: section.key=value");
   sc->add_option("--out", o->out, "report folder (default runs/<time>-scale-<name>)");
@@ -68,8 +74,11 @@ void add_scale_command(CLI::App& app, Action& action) {
       req.mode = o->mode;
       req.repeats = o->repeats;
       req.steps_timed = o->steps_timed;
-      const auto cfg = config::Config::load(o->config, o->sets);  // a bad config: exit 2 before any run
-      req.out_dir = o->out.empty() ? util::timestamped_run_dir("scale-" + cfg.str("run.name")).string() : o->out;
+      const auto cfg =
+          config::Config::load(o->config, o->sets);  // a bad config: exit 2 before any run
+      req.out_dir = o->out.empty()
+                        ? util::timestamped_run_dir("scale-" + cfg.str("run.name")).string()
+                        : o->out;
       req.log = [](const std::string& s) { std::cerr << "[scale] " << s << std::endl; };
       auto result = scale::run_scaling(req);
       auto files = reports::write_scale_reports(result, req.out_dir);

@@ -35,19 +35,22 @@ KnobReport classify_changes(const std::vector<config::Change>& changes, const st
   if (k.optimizations.size() > 1) {
     std::string list;
     for (const auto& o : k.optimizations) list += (list.empty() ? "" : ", ") + o;
-    k.warnings.push_back("one optimization at a time: this variant changes " + std::to_string(k.optimizations.size()) +
-                         " things (" + list + "); if it fails, `lockstep bisect` names the culprit");
+    k.warnings.push_back("one optimization at a time: this variant changes " +
+                         std::to_string(k.optimizations.size()) + " things (" + list +
+                         "); if it fails, `lockstep bisect` names the culprit");
   }
   if (!k.workload.empty()) {
     std::string list;
     for (const auto& o : k.workload) list += (list.empty() ? "" : ", ") + o;
-    k.warnings.push_back("the variant changes the workload itself (" + list + "): its loss is not expected to align");
+    k.warnings.push_back("the variant changes the workload itself (" + list +
+                         "): its loss is not expected to align");
   }
   return k;
 }
 
-Alignment check_alignment(const std::vector<double>& b, const std::vector<double>& v, int64_t check_step, double tol,
-                          const std::string& klass, const std::optional<BandInput>& band) {
+Alignment check_alignment(const std::vector<double>& b, const std::vector<double>& v,
+                          int64_t check_step, double tol, const std::string& klass,
+                          const std::optional<BandInput>& band) {
   Alignment a;
   a.klass = klass;
   a.tolerance = tol;
@@ -67,43 +70,53 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
   for (int64_t i = 0; i < n; ++i) {
     const double d = std::fabs(b[static_cast<size_t>(i)] - v[static_cast<size_t>(i)]);
     if (!std::isfinite(d) || d > a.max_abs_diff) a.max_abs_diff = std::isfinite(d) ? d : INFINITY;
-    if ((!std::isfinite(d) || d >= tol) && a.first_divergent_step == 0) a.first_divergent_step = i + 1;
+    if ((!std::isfinite(d) || d >= tol) && a.first_divergent_step == 0)
+      a.first_divergent_step = i + 1;
   }
   char buf[256];
   if (klass == "approximate" && band && band->losses.size() >= 2) {
     SeedBand sb;
     sb.seeds = band->seeds;
     sb.losses = band->losses;
-    for (size_t i = 1; i < band->losses.size(); ++i) sb.half_width = std::max(sb.half_width, std::fabs(band->losses[i] - band->losses[0]));
+    for (size_t i = 1; i < band->losses.size(); ++i)
+      sb.half_width = std::max(sb.half_width, std::fabs(band->losses[i] - band->losses[0]));
     sb.lo = band->losses[0] - sb.half_width;
     sb.hi = band->losses[0] + sb.half_width;
     sb.inside = std::isfinite(a.abs_diff) && a.abs_diff <= sb.half_width;
     a.band = sb;
     a.aligned = sb.inside;
-    std::snprintf(buf, sizeof buf,
-                  "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread %.2e (%zu seeds)%s",
-                  a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside", sb.half_width,
-                  band->losses.size(), a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
+    std::snprintf(
+        buf, sizeof buf,
+        "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread %.2e "
+        "(%zu seeds)%s",
+        a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
+        sb.half_width, band->losses.size(),
+        a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
   } else {
     a.aligned = a.equal_to_3dp;
-    std::snprintf(buf, sizeof buf, "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s)", a.abs_diff,
-                  static_cast<long long>(a.check_step), a.aligned ? "is below" : "exceeds", tol, a.baseline_rounded.c_str(),
-                  a.variant_rounded.c_str());
+    std::snprintf(
+        buf, sizeof buf, "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s)",
+        a.abs_diff, static_cast<long long>(a.check_step), a.aligned ? "is below" : "exceeds", tol,
+        a.baseline_rounded.c_str(), a.variant_rounded.c_str());
   }
   a.explanation = buf;
   return a;
 }
 
-std::string first_nondeterminism(const std::vector<double>& ref, const std::vector<std::vector<double>>& repeats) {
+std::string first_nondeterminism(const std::vector<double>& ref,
+                                 const std::vector<std::vector<double>>& repeats) {
   for (size_t r = 0; r < repeats.size(); ++r) {
     const auto& c = repeats[r];
-    if (c.size() > ref.size()) return "repeat " + std::to_string(r + 1) + " ran more steps than the reference";
+    if (c.size() > ref.size())
+      return "repeat " + std::to_string(r + 1) + " ran more steps than the reference";
     for (size_t i = 0; i < c.size(); ++i) {
       // Bitwise: NaN == NaN counts as equal only when both are NaN at the same step.
       const bool same = c[i] == ref[i] || (std::isnan(c[i]) && std::isnan(ref[i]));
       if (!same) {
         char buf[200];
-        std::snprintf(buf, sizeof buf, "repeat %zu differs from the full run at step %zu (%.9g vs %.9g)", r + 1, i + 1, c[i], ref[i]);
+        std::snprintf(buf, sizeof buf,
+                      "repeat %zu differs from the full run at step %zu (%.9g vs %.9g)", r + 1,
+                      i + 1, c[i], ref[i]);
         return buf;
       }
     }
@@ -113,29 +126,35 @@ std::string first_nondeterminism(const std::vector<double>& ref, const std::vect
 
 namespace {
 
-Delta finish(double point, stats::Interval ci, double p, const gate::Policy& pol, const char* up, const char* down) {
+Delta finish(double point, stats::Interval ci, double p, const gate::Policy& pol, const char* up,
+             const char* down) {
   Delta d;
   d.point = point;
   d.ci_lo = ci.lo;
   d.ci_hi = ci.hi;
   d.p_value = p;
   d.known = std::isfinite(point);
-  d.significant = d.known && ci.valid() && std::isfinite(p) && p < pol.alpha && (ci.lo > 0 || ci.hi < 0);
-  d.wording = !d.known ? "unknown" : d.significant ? (point > 0 ? up : down) : "no significant change";
+  d.significant =
+      d.known && ci.valid() && std::isfinite(p) && p < pol.alpha && (ci.lo > 0 || ci.hi < 0);
+  d.wording = !d.known        ? "unknown"
+              : d.significant ? (point > 0 ? up : down)
+                              : "no significant change";
   return d;
 }
 
 }  // namespace
 
-Delta throughput_delta(const std::vector<double>& b, const std::vector<double>& v, const gate::Policy& p) {
+Delta throughput_delta(const std::vector<double>& b, const std::vector<double>& v,
+                       const gate::Policy& p) {
   const double point = 100.0 * (stats::median(v) / stats::median(b) - 1.0);
-  auto ci = stats::bootstrap_ci(b, v, stats::pct_change([](const std::vector<double>& x) { return stats::median(x); }),
-                                static_cast<int>(p.bootstrap), 0.95, 0x5eed);
+  auto ci = stats::bootstrap_ci(
+      b, v, stats::pct_change([](const std::vector<double>& x) { return stats::median(x); }),
+      static_cast<int>(p.bootstrap), 0.95, 0x5eed);
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "faster", "slower");
 }
 
-Delta latency_delta(const std::vector<std::vector<double>>& b, const std::vector<std::vector<double>>& v, double q,
-                    const gate::Policy& p) {
+Delta latency_delta(const std::vector<std::vector<double>>& b,
+                    const std::vector<std::vector<double>>& v, double q, const gate::Policy& p) {
   auto pool = [](const std::vector<std::vector<double>>& g) {
     std::vector<double> all;
     for (const auto& x : g) all.insert(all.end(), x.begin(), x.end());
@@ -143,7 +162,8 @@ Delta latency_delta(const std::vector<std::vector<double>>& b, const std::vector
   };
   auto pq = [q](const std::vector<double>& x) { return x.empty() ? NAN : stats::percentile(x, q); };
   const double point = 100.0 * (pq(pool(v)) / pq(pool(b)) - 1.0);
-  auto ci = stats::bootstrap_ci_grouped(b, v, stats::pct_change(pq), static_cast<int>(p.bootstrap), 0.95, 0x5eed + 1);
+  auto ci = stats::bootstrap_ci_grouped(b, v, stats::pct_change(pq), static_cast<int>(p.bootstrap),
+                                        0.95, 0x5eed + 1);
   std::vector<double> rb, rv;  // per-repeat percentiles for the rank test
   for (const auto& x : b) rb.push_back(pq(x));
   for (const auto& x : v) rv.push_back(pq(x));
@@ -159,15 +179,21 @@ Delta mfu_delta(const std::vector<double>& b, const std::vector<double>& v, cons
   }
   const double point = 100.0 * (stats::median(v) - stats::median(b));
   auto ci = stats::bootstrap_ci(
-      b, v, [](const std::vector<double>& x, const std::vector<double>& y) { return 100.0 * (stats::median(y) - stats::median(x)); },
+      b, v,
+      [](const std::vector<double>& x, const std::vector<double>& y) {
+        return 100.0 * (stats::median(y) - stats::median(x));
+      },
       static_cast<int>(p.bootstrap), 0.95, 0x5eed + 2);
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "higher", "lower");
 }
 
-void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo, double* hi) {
+void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo,
+                    double* hi) {
   *median = stats::median(x);
-  auto ci = stats::bootstrap_ci(x, x, [](const std::vector<double>& a, const std::vector<double>&) { return stats::median(a); },
-                                static_cast<int>(p.bootstrap), 0.95, 0x5eed + 3);
+  auto ci = stats::bootstrap_ci(
+      x, x,
+      [](const std::vector<double>& a, const std::vector<double>&) { return stats::median(a); },
+      static_cast<int>(p.bootstrap), 0.95, 0x5eed + 3);
   *lo = ci.lo;
   *hi = ci.hi;
 }
@@ -191,8 +217,10 @@ void aggregate_profile(ArmResult& arm) {
   arm.bound = arm.phase_ms.empty() ? "unknown" : classify_bound(arm.phase_share);
   const double n = arm.repeats.empty() ? 1.0 : static_cast<double>(arm.repeats.size());
   arm.top_ops.clear();
-  for (auto& [name, o] : ops) arm.top_ops.push_back(OpStat{name, o.calls / n, o.self_ms / n, o.total_ms / n});
-  std::sort(arm.top_ops.begin(), arm.top_ops.end(), [](const OpStat& a, const OpStat& b) { return a.self_ms > b.self_ms; });
+  for (auto& [name, o] : ops)
+    arm.top_ops.push_back(OpStat{name, o.calls / n, o.self_ms / n, o.total_ms / n});
+  std::sort(arm.top_ops.begin(), arm.top_ops.end(),
+            [](const OpStat& a, const OpStat& b) { return a.self_ms > b.self_ms; });
 }
 
 Breakdown compare_breakdown(const ArmResult& b, const ArmResult& v) {
@@ -203,18 +231,25 @@ Breakdown compare_breakdown(const ArmResult& b, const ArmResult& v) {
   };
   char buf[256];
   for (const auto& p : phase_names()) {
-    PhaseRow row{p, get(b.phase_share, p), get(v.phase_share, p), get(b.phase_ms, p), get(v.phase_ms, p)};
+    PhaseRow row{p, get(b.phase_share, p), get(v.phase_share, p), get(b.phase_ms, p),
+                 get(v.phase_ms, p)};
     out.phases.push_back(row);
     if (std::fabs(row.variant_share - row.baseline_share) >= 0.02) {
-      std::snprintf(buf, sizeof buf, "%s went from %.0f%% to %.0f%% of the step (%.2f -> %.2f ms)", p.c_str(), 100 * row.baseline_share,
-                    100 * row.variant_share, row.baseline_ms, row.variant_ms);
+      std::snprintf(buf, sizeof buf, "%s went from %.0f%% to %.0f%% of the step (%.2f -> %.2f ms)",
+                    p.c_str(), 100 * row.baseline_share, 100 * row.variant_share, row.baseline_ms,
+                    row.variant_ms);
       out.findings.push_back(buf);
     }
   }
-  if (!b.bound.empty() && b.bound != v.bound) out.findings.push_back("the bottleneck moved: baseline " + b.bound + ", variant " + v.bound);
+  if (!b.bound.empty() && b.bound != v.bound)
+    out.findings.push_back("the bottleneck moved: baseline " + b.bound + ", variant " + v.bound);
   std::map<std::string, OpRow> rows;
-  for (const auto& o : b.top_ops) rows[o.name].name = o.name, rows[o.name].baseline_ms = o.self_ms, rows[o.name].baseline_calls = o.calls;
-  for (const auto& o : v.top_ops) rows[o.name].name = o.name, rows[o.name].variant_ms = o.self_ms, rows[o.name].variant_calls = o.calls;
+  for (const auto& o : b.top_ops)
+    rows[o.name].name = o.name, rows[o.name].baseline_ms = o.self_ms,
+    rows[o.name].baseline_calls = o.calls;
+  for (const auto& o : v.top_ops)
+    rows[o.name].name = o.name, rows[o.name].variant_ms = o.self_ms,
+    rows[o.name].variant_calls = o.calls;
   for (auto& [n, r] : rows) out.ops.push_back(r);
   std::sort(out.ops.begin(), out.ops.end(), [](const OpRow& x, const OpRow& y) {
     return std::fabs(x.variant_ms - x.baseline_ms) > std::fabs(y.variant_ms - y.baseline_ms);
@@ -226,16 +261,20 @@ Breakdown compare_breakdown(const ArmResult& b, const ArmResult& v) {
       if (o.name == name) return o.total_ms;
     return -1.0;
   };
-  const double ab = total_of(b.top_ops, "lockstep::attention"), av = total_of(v.top_ops, "lockstep::attention");
+  const double ab = total_of(b.top_ops, "lockstep::attention"),
+               av = total_of(v.top_ops, "lockstep::attention");
   if (ab > 0 && av > 0) {
-    std::snprintf(buf, sizeof buf, "attention forward (lockstep::attention scope, incl. the operators it calls): %.2f -> %.2f ms/step (%+.0f%%)", ab, av,
-                  100.0 * (av / ab - 1.0));
+    std::snprintf(buf, sizeof buf,
+                  "attention forward (lockstep::attention scope, incl. the operators it calls): "
+                  "%.2f -> %.2f ms/step (%+.0f%%)",
+                  ab, av, 100.0 * (av / ab - 1.0));
     out.findings.push_back(buf);
   }
   for (size_t i = 0; i < out.ops.size() && i < 3; ++i) {
     const auto& r = out.ops[i];
     if (std::fabs(r.variant_ms - r.baseline_ms) < 0.05) break;
-    std::snprintf(buf, sizeof buf, "%s: %.2f -> %.2f ms/step self time", r.name.c_str(), r.baseline_ms, r.variant_ms);
+    std::snprintf(buf, sizeof buf, "%s: %.2f -> %.2f ms/step self time", r.name.c_str(),
+                  r.baseline_ms, r.variant_ms);
     out.findings.push_back(buf);
   }
   return out;

@@ -26,23 +26,29 @@ struct BandInput {
 };
 
 // check_step 0 = the last step both curves have. Curves are indexed by step - 1.
-Alignment check_alignment(const std::vector<double>& baseline, const std::vector<double>& variant, int64_t check_step,
-                          double tolerance, const std::string& klass, const std::optional<BandInput>& band);
+Alignment check_alignment(const std::vector<double>& baseline, const std::vector<double>& variant,
+                          int64_t check_step, double tolerance, const std::string& klass,
+                          const std::optional<BandInput>& band);
 
 // Each repeat's curve must equal the reference's prefix bit for bit. Returns "" when all do, else
 // a one-line description of the first mismatch.
-std::string first_nondeterminism(const std::vector<double>& reference, const std::vector<std::vector<double>>& repeats);
+std::string first_nondeterminism(const std::vector<double>& reference,
+                                 const std::vector<std::vector<double>>& repeats);
 
 // Percent change of the median tokens/s (variant vs baseline) over repeats.
-Delta throughput_delta(const std::vector<double>& baseline, const std::vector<double>& variant, const gate::Policy& p);
+Delta throughput_delta(const std::vector<double>& baseline, const std::vector<double>& variant,
+                       const gate::Policy& p);
 // Percent change of the q-th percentile of the pooled step latencies (repeats resampled as groups).
-Delta latency_delta(const std::vector<std::vector<double>>& baseline, const std::vector<std::vector<double>>& variant,
-                    double q, const gate::Policy& p);
+Delta latency_delta(const std::vector<std::vector<double>>& baseline,
+                    const std::vector<std::vector<double>>& variant, double q,
+                    const gate::Policy& p);
 // Difference of the median MFU in percentage points.
-Delta mfu_delta(const std::vector<double>& baseline, const std::vector<double>& variant, const gate::Policy& p);
+Delta mfu_delta(const std::vector<double>& baseline, const std::vector<double>& variant,
+                const gate::Policy& p);
 
 // Median and its 95% bootstrap CI for one arm.
-void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo, double* hi);
+void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo,
+                    double* hi);
 
 // Per-arm phase and operator aggregates over the timing repeats (medians of phases, means of
 // operator times) and the side-by-side breakdown with its one-line findings.

@@ -19,7 +19,8 @@ BisectResult run_bisect(const BisectRequest& req) {
     for (const auto& k : knobs.knobs)
       if (k == c.key) sets.push_back(c.key + "=" + c.after);
 
-  auto trial = [&](const std::string& mode, const std::vector<std::string>& applied, const std::string& dir) {
+  auto trial = [&](const std::string& mode, const std::vector<std::string>& applied,
+                   const std::string& dir) {
     CompareRequest cr;
     cr.baseline = {"baseline", req.baseline, {}};
     cr.variant = {"variant", req.baseline, applied};
@@ -27,7 +28,9 @@ BisectResult run_bisect(const BisectRequest& req) {
     cr.repeats = req.repeats;
     cr.out_dir = (std::filesystem::path(req.out_dir) / dir).string();
     cr.log = req.log;
-    if (req.log) req.log(mode + ": " + (applied.empty() ? "(nothing)" : applied.back()) + (applied.size() > 1 ? " (+ earlier knobs)" : ""));
+    if (req.log)
+      req.log(mode + ": " + (applied.empty() ? "(nothing)" : applied.back()) +
+              (applied.size() > 1 ? " (+ earlier knobs)" : ""));
     auto r = run_comparison(cr);
     reports::write_reports(r, cr.out_dir);
     BisectTrial t;
@@ -56,7 +59,8 @@ BisectResult run_bisect(const BisectRequest& req) {
   for (size_t i = 1; i < sets.size(); ++i) {
     std::vector<std::string> applied(sets.begin(), sets.begin() + static_cast<long>(i) + 1);
     auto t = trial("cumulative", applied, "cumulative-" + std::to_string(i + 1));
-    if (t.verdict != "pass" && out.first_failing_cumulative.empty()) out.first_failing_cumulative = sets[i];
+    if (t.verdict != "pass" && out.first_failing_cumulative.empty())
+      out.first_failing_cumulative = sets[i];
     out.trials.push_back(t);
   }
   if (out.exit_code == 0) out.exit_code = out.culprits.empty() ? kExitPass : kExitGateFailed;
@@ -72,13 +76,15 @@ std::string render_bisect(const BisectResult& r) {
     if (!t.detail.empty()) o << "\n        " << t.detail;
     o << "\n        report: " << t.report_dir << "/report.html\n";
   }
-  if (r.culprits.empty()) o << "no single knob breaks alignment or P99 on its own\n";
+  if (r.culprits.empty())
+    o << "no single knob breaks alignment or P99 on its own\n";
   else {
     o << "culprit(s):";
     for (const auto& c : r.culprits) o << " " << c;
     o << "\n";
   }
-  if (!r.first_failing_cumulative.empty()) o << "the cumulative run first fails when adding " << r.first_failing_cumulative << "\n";
+  if (!r.first_failing_cumulative.empty())
+    o << "the cumulative run first fails when adding " << r.first_failing_cumulative << "\n";
   return o.str();
 }
 

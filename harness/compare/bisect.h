@@ -22,7 +22,7 @@ struct BisectTrial {
   std::string verdict;            // "pass" | "fail"
   int exit_code = 0;
   bool aligned = true, p99_ok = true, throughput_ok = true, ran = true;
-  std::string detail;             // the failed checks
+  std::string detail;  // the failed checks
   std::string report_dir;
 };
 
@@ -30,7 +30,7 @@ struct BisectResult {
   std::vector<BisectTrial> trials;
   std::vector<std::string> culprits;  // knobs whose solo trial fails
   std::string first_failing_cumulative;
-  int exit_code = 0;                  // 0 no culprit, 1 culprit(s) named, 3 a run failed
+  int exit_code = 0;  // 0 no culprit, 1 culprit(s) named, 3 a run failed
 };
 
 BisectResult run_bisect(const BisectRequest& req);

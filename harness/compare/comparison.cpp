@@ -43,7 +43,8 @@ struct RunOutput {
 
 std::vector<std::string> argv_of(const RunJob& j) {
   // --no-history: the arms are parts of this comparison, which is recorded once as a whole.
-  std::vector<std::string> a{util::self_exe(), "run", j.config, "--out", j.dir.string(), "--quiet", "--no-history"};
+  std::vector<std::string> a{util::self_exe(), "run",     j.config,      "--out",
+                             j.dir.string(),   "--quiet", "--no-history"};
   for (const auto& s : j.sets) a.push_back("--set"), a.push_back(s);
   if (j.stop_after > 0) a.push_back("--stop-after"), a.push_back(std::to_string(j.stop_after));
   return a;
@@ -101,7 +102,8 @@ void fail_arm(CompareResult& r, ArmResult& arm, const RunOutput& o) {
   arm.failed_step = o.failed_step;
   if (r.failed_arm.empty()) {
     r.failed_arm = arm.label;
-    r.failure = o.status + (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") + ": " + o.failure;
+    r.failure = o.status + (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") +
+                ": " + o.failure;
   }
 }
 
@@ -133,7 +135,8 @@ std::vector<double> read_golden(const std::string& path) {
     long long step = 0;
     double loss = 0;
     if (!(ss >> step >> loss) || step != static_cast<long long>(curve.size()) + 1)
-      throw UsageError(path + ":" + std::to_string(n) + ": expected \"" + std::to_string(curve.size() + 1) + " <loss>\"");
+      throw UsageError(path + ":" + std::to_string(n) + ": expected \"" +
+                       std::to_string(curve.size() + 1) + " <loss>\"");
     curve.push_back(loss);
   }
   if (curve.empty()) throw UsageError(path + ": no losses");
@@ -156,7 +159,8 @@ CompareResult run_comparison(const CompareRequest& req) {
   const auto bsets = with_steps(req.baseline.sets), vsets = with_steps(req.variant.sets);
   const auto vcfg = config::Config::load(req.variant.config, vsets);
   const auto bcfg = r.mode == "ab" ? config::Config::load(req.baseline.config, bsets) : vcfg;
-  if (r.mode == "golden") r.baseline.loss_curve = read_golden(req.golden_file);  // before any run starts
+  if (r.mode == "golden")
+    r.baseline.loss_curve = read_golden(req.golden_file);  // before any run starts
 
   // Policy: --policy FILE, else the variant's [gate] (which inherits the baseline's).
   if (!req.policy_file.empty()) {
@@ -174,7 +178,8 @@ CompareResult run_comparison(const CompareRequest& req) {
   r.too_few_repeats = r.mode == "ab" && r.repeats < 5;
   if (r.too_few_repeats)
     r.warnings.push_back("too few repeats: " + std::to_string(r.repeats) +
-                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p cannot reach 0.05 below 4)");
+                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
+                         "cannot reach 0.05 below 4)");
 
   r.baseline.label = "baseline";
   r.variant.label = "variant";
@@ -190,7 +195,8 @@ CompareResult run_comparison(const CompareRequest& req) {
     r.changed_knobs = knobs.knobs;
     klass = knobs.klass;
     r.warnings.insert(r.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
-    if (r.changes.empty()) r.warnings.push_back("the configs are identical: this is an A/A comparison");
+    if (r.changes.empty())
+      r.warnings.push_back("the configs are identical: this is an A/A comparison");
   }
   const int parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
   const fs::path out = req.out_dir;
@@ -198,7 +204,8 @@ CompareResult run_comparison(const CompareRequest& req) {
 
   // (1) Equivalence: full-length runs at the comparison seed (and the seed band).
   std::vector<RunJob> jobs;
-  if (r.mode == "ab") jobs.push_back(RunJob{"baseline", req.baseline.config, bsets, arms / "baseline", 0});
+  if (r.mode == "ab")
+    jobs.push_back(RunJob{"baseline", req.baseline.config, bsets, arms / "baseline", 0});
   jobs.push_back(RunJob{"variant", req.variant.config, vsets, arms / "variant", 0});
   const int64_t seed = bcfg.integer("run.seed");
   if (klass == "approximate") {
@@ -209,7 +216,8 @@ CompareResult run_comparison(const CompareRequest& req) {
                             arms / ("baseline-seed" + std::to_string(seed + k)), 0});
     }
   }
-  log("full-length runs for the loss check: " + std::to_string(jobs.size()) + " (" + std::to_string(parallel) + " at a time)");
+  log("full-length runs for the loss check: " + std::to_string(jobs.size()) + " (" +
+      std::to_string(parallel) + " at a time)");
   auto outs = execute(jobs, parallel);
 
   size_t vi = r.mode == "ab" ? 1 : 0;
@@ -227,8 +235,11 @@ CompareResult run_comparison(const CompareRequest& req) {
   if (klass == "approximate") {
     BandInput b;
     b.seeds.push_back(seed);
-    const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step : static_cast<int64_t>(r.baseline.loss_curve.size());
-    b.losses.push_back(cs >= 1 && cs <= static_cast<int64_t>(r.baseline.loss_curve.size()) ? r.baseline.loss_curve[static_cast<size_t>(cs - 1)] : NAN);
+    const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
+                                               : static_cast<int64_t>(r.baseline.loss_curve.size());
+    b.losses.push_back(cs >= 1 && cs <= static_cast<int64_t>(r.baseline.loss_curve.size())
+                           ? r.baseline.loss_curve[static_cast<size_t>(cs - 1)]
+                           : NAN);
     for (size_t i = 2; i < jobs.size(); ++i) {
       if (outs[i].status != "ok") {
         fail_arm(r, r.baseline, outs[i]);
@@ -236,7 +247,9 @@ CompareResult run_comparison(const CompareRequest& req) {
       }
       auto curve = losses_of(outs[i].records);
       b.seeds.push_back(seed + static_cast<int64_t>(i) - 1);
-      b.losses.push_back(cs >= 1 && cs <= static_cast<int64_t>(curve.size()) ? curve[static_cast<size_t>(cs - 1)] : NAN);
+      b.losses.push_back(cs >= 1 && cs <= static_cast<int64_t>(curve.size())
+                             ? curve[static_cast<size_t>(cs - 1)]
+                             : NAN);
     }
     band = b;
   }
@@ -244,19 +257,24 @@ CompareResult run_comparison(const CompareRequest& req) {
   if (from_history) {
     r.loss_reference = req.reference_source.empty() ? "history run" : req.reference_source;
     r.warnings.push_back("loss reference from " + r.loss_reference +
-                         " (--against-history): the variant's loss is checked against that recorded baseline curve; the fresh baseline run is still timed");
+                         " (--against-history): the variant's loss is checked against that "
+                         "recorded baseline curve; the fresh baseline run is still timed");
   }
-  r.alignment = check_alignment(from_history ? req.reference_curve : r.baseline.loss_curve, r.variant.loss_curve,
-                                r.policy.check_step, r.policy.tolerance, klass, band);
+  r.alignment =
+      check_alignment(from_history ? req.reference_curve : r.baseline.loss_curve,
+                      r.variant.loss_curve, r.policy.check_step, r.policy.tolerance, klass, band);
 
   // (2) Speed: interleaved timing repeats, only for two healthy, aligned arms.
   const bool time_it = r.mode == "ab" && r.failed_arm.empty() && r.alignment.aligned;
   if (r.mode == "ab" && !time_it && r.failed_arm.empty())
-    r.warnings.push_back("not timed: the loss does not align, and an optimization that changes the math is rejected before its speed matters");
+    r.warnings.push_back(
+        "not timed: the loss does not align, and an optimization that changes the math is rejected "
+        "before its speed matters");
   if (time_it) {
     // Warmup and profiled steps are never timed: the window covers them plus the timed steps.
-    const int64_t window = std::min(bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + r.policy.timing_steps,
-                                    bcfg.integer("run.steps"));
+    const int64_t window = std::min(
+        bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + r.policy.timing_steps,
+        bcfg.integer("run.steps"));
     std::vector<std::vector<double>> curves_b, curves_v;
     int idx = 0;
     for (int64_t i = 0; i < r.policy.repeats; ++i) {
@@ -266,8 +284,10 @@ CompareResult run_comparison(const CompareRequest& req) {
         ArmResult& arm = is_b ? r.baseline : r.variant;
         char name[64];
         std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
-        RunJob j{arm.label, is_b ? req.baseline.config : req.variant.config, is_b ? bsets : vsets, arms / "timing" / name, window};
-        log("timing repeat " + std::to_string(idx) + "/" + std::to_string(2 * r.policy.repeats) + ": " + arm.label);
+        RunJob j{arm.label, is_b ? req.baseline.config : req.variant.config, is_b ? bsets : vsets,
+                 arms / "timing" / name, window};
+        log("timing repeat " + std::to_string(idx) + "/" + std::to_string(2 * r.policy.repeats) +
+            ": " + arm.label);
         auto o = execute({j}, 1)[0];
         if (o.status != "ok") {
           fail_arm(r, arm, o);
@@ -287,26 +307,36 @@ CompareResult run_comparison(const CompareRequest& req) {
       const std::string dv = first_nondeterminism(r.variant.loss_curve, curves_v);
       r.determinism.baseline_ok = db.empty();
       r.determinism.variant_ok = dv.empty();
-      r.determinism.detail = db.empty() && dv.empty() ? "every repeat reproduced its full run bit for bit"
-                                                      : (db.empty() ? "" : "baseline " + db) + (dv.empty() ? "" : (db.empty() ? "" : "; ") + std::string("variant ") + dv);
+      r.determinism.detail =
+          db.empty() && dv.empty()
+              ? "every repeat reproduced its full run bit for bit"
+              : (db.empty() ? "" : "baseline " + db) +
+                    (dv.empty() ? "" : (db.empty() ? "" : "; ") + std::string("variant ") + dv);
       for (auto* arm : {&r.baseline, &r.variant}) {
-        median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec, &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
+        median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec,
+                       &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
         if (!arm->mfu_repeats.empty()) arm->mfu = stats::median(arm->mfu_repeats);
         std::vector<double> pooled;
         for (const auto& x : arm->step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
-        arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95), stats::percentile(pooled, 99), stats::mean(pooled)};
+        arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95),
+                                   stats::percentile(pooled, 99), stats::mean(pooled)};
       }
       aggregate_profile(r.baseline);
       aggregate_profile(r.variant);
       r.breakdown = compare_breakdown(r.baseline, r.variant);
-      r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats, r.variant.tokens_per_sec_repeats, r.policy);
+      r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats,
+                                                    r.variant.tokens_per_sec_repeats, r.policy);
       r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
-      r.delta.p50_ms_pct = latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 50, r.policy);
-      r.delta.p99_ms_pct = latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 99, r.policy);
+      r.delta.p50_ms_pct =
+          latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 50, r.policy);
+      r.delta.p99_ms_pct =
+          latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 99, r.policy);
     }
   }
   if (r.mode == "ab" && r.baseline.peak_memory_bytes > 0 && r.variant.peak_memory_bytes > 0)
-    r.delta.memory_pct = 100.0 * (static_cast<double>(r.variant.peak_memory_bytes) / static_cast<double>(r.baseline.peak_memory_bytes) - 1.0);
+    r.delta.memory_pct = 100.0 * (static_cast<double>(r.variant.peak_memory_bytes) /
+                                      static_cast<double>(r.baseline.peak_memory_bytes) -
+                                  1.0);
 
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   gate::apply(r);

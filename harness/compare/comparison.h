@@ -22,16 +22,16 @@ struct ArmSpec {
 struct CompareRequest {
   ArmSpec baseline, variant;
   std::string out_dir;
-  int64_t steps = 0;          // overrides run.steps of both arms
-  int64_t check_step = -1;    // overrides gate.check_step (-1 = keep)
-  int64_t repeats = 0;        // overrides gate.repeats (0 = keep)
-  std::string policy_file;    // a TOML file whose [gate] replaces the variant's policy
-  std::string golden_file;    // golden mode: baseline = these `step loss` lines, no timing
-  int parallel = 0;           // untimed runs at once (0 = as many as the cores allow)
+  int64_t steps = 0;        // overrides run.steps of both arms
+  int64_t check_step = -1;  // overrides gate.check_step (-1 = keep)
+  int64_t repeats = 0;      // overrides gate.repeats (0 = keep)
+  std::string policy_file;  // a TOML file whose [gate] replaces the variant's policy
+  std::string golden_file;  // golden mode: baseline = these `step loss` lines, no timing
+  int parallel = 0;         // untimed runs at once (0 = as many as the cores allow)
   // --against-history: the baseline's loss curve as recorded (golden values); alignment uses it
   // instead of the fresh baseline run's curve, which still runs and is timed as usual.
   std::vector<double> reference_curve;
-  std::string reference_source;  // e.g. "history run #12 (commit 3f2a1b0)"
+  std::string reference_source;                 // e.g. "history run #12 (commit 3f2a1b0)"
   std::function<void(const std::string&)> log;  // progress lines
 };
 

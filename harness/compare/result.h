@@ -16,18 +16,19 @@ namespace lockstep::compare {
 
 // One arm (baseline or variant) as measured.
 struct ArmResult {
-  std::string label;        // "baseline" | "variant"
-  std::string name;         // run.name
+  std::string label;  // "baseline" | "variant"
+  std::string name;   // run.name
   std::string config_path;
-  std::string status = "ok";  // "ok" or the failed run's status ("nonfinite", "failed", "crashed", ...)
-  std::string failure;        // one line, when status != ok
+  std::string status =
+      "ok";             // "ok" or the failed run's status ("nonfinite", "failed", "crashed", ...)
+  std::string failure;  // one line, when status != ok
   int64_t failed_step = 0;
-  RunSummary alignment_run;          // the full-length run at the comparison seed
-  std::vector<double> loss_curve;    // its loss per step (index 0 = step 1)
-  std::vector<RunSummary> repeats;   // the timing repeats, in run order
-  std::vector<double> tokens_per_sec_repeats;       // one value per repeat
-  std::vector<double> mfu_repeats;                  // empty when the peak is unknown
-  std::vector<std::vector<double>> step_ms_repeats; // timed step latencies per repeat
+  RunSummary alignment_run;                          // the full-length run at the comparison seed
+  std::vector<double> loss_curve;                    // its loss per step (index 0 = step 1)
+  std::vector<RunSummary> repeats;                   // the timing repeats, in run order
+  std::vector<double> tokens_per_sec_repeats;        // one value per repeat
+  std::vector<double> mfu_repeats;                   // empty when the peak is unknown
+  std::vector<std::vector<double>> step_ms_repeats;  // timed step latencies per repeat
   // Aggregates over the repeats (median of per-repeat values; latency percentiles pooled).
   double tokens_per_sec = 0;
   double tokens_per_sec_ci_lo = 0, tokens_per_sec_ci_hi = 0;  // 95% bootstrap CI of that median
@@ -52,11 +53,11 @@ struct Delta {
 };
 
 struct SeedBand {
-  std::vector<int64_t> seeds;          // the baseline's seeds (comparison seed first)
-  std::vector<double> losses;          // baseline loss at check_step per seed
-  double half_width = 0;               // max |loss(seed k) - loss(comparison seed)|
-  double lo = 0, hi = 0;               // the band around the baseline loss
-  bool inside = false;                 // |variant - baseline| <= half_width
+  std::vector<int64_t> seeds;  // the baseline's seeds (comparison seed first)
+  std::vector<double> losses;  // baseline loss at check_step per seed
+  double half_width = 0;       // max |loss(seed k) - loss(comparison seed)|
+  double lo = 0, hi = 0;       // the band around the baseline loss
+  bool inside = false;         // |variant - baseline| <= half_width
 };
 
 struct Alignment {
@@ -93,8 +94,8 @@ struct OpRow {
 };
 struct Breakdown {
   std::vector<PhaseRow> phases;
-  std::vector<OpRow> ops;              // the union of both arms' top operators, largest change first
-  std::vector<std::string> findings;   // one line each, e.g. "comm went from 31% to 12% of the step"
+  std::vector<OpRow> ops;             // the union of both arms' top operators, largest change first
+  std::vector<std::string> findings;  // one line each, e.g. "comm went from 31% to 12% of the step"
 };
 
 struct Check {
@@ -104,17 +105,18 @@ struct Check {
 };
 
 struct CompareResult {
-  std::string verdict = "fail";  // "pass" | "fail"
-  int exit_code = 1;             // harness/exit_codes.h
-  std::string mode = "ab";       // "ab" | "golden"
-  std::vector<config::Change> changes;        // every changed key
-  std::vector<std::string> changed_knobs;     // the keys that are optimizations / faults
-  std::vector<std::string> warnings;          // e.g. "one optimization at a time"
+  std::string verdict = "fail";            // "pass" | "fail"
+  int exit_code = 1;                       // harness/exit_codes.h
+  std::string mode = "ab";                 // "ab" | "golden"
+  std::vector<config::Change> changes;     // every changed key
+  std::vector<std::string> changed_knobs;  // the keys that are optimizations / faults
+  std::vector<std::string> warnings;       // e.g. "one optimization at a time"
   gate::Policy policy;
-  std::string policy_source;                  // where the policy came from
+  std::string policy_source;  // where the policy came from
   ArmResult baseline, variant;
   Alignment alignment;
-  std::string loss_reference = "baseline run";  // or "history run #ID (commit ...)" (--against-history)
+  std::string loss_reference =
+      "baseline run";  // or "history run #ID (commit ...)" (--against-history)
   Determinism determinism;
   struct {
     Delta tokens_per_sec_pct, mfu_pts, p50_ms_pct, p99_ms_pct;

@@ -8,9 +8,9 @@
 //   c10::Event has no elapsedTime          c10::Event::elapsedTime (device-side timing)
 #pragma once
 
-#include <torch/torch.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/StorageImpl.h>
+#include <torch/torch.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -34,15 +34,19 @@
 
 namespace lockstep::compat {
 
-inline const char* torch_version() { return TORCH_VERSION; }
+inline const char* torch_version() {
+  return TORCH_VERSION;
+}
 
 // Causal scaled-dot-product attention, (B, H, T, hd) -> (B, H, T, hd).
 inline at::Tensor sdpa_causal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
 #if LOCKSTEP_TORCH2
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true);
 #else
   return std::get<0>(at::_scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                                       /*need_attn_weights=*/false, /*is_causal=*/true));
+                                                       /*need_attn_weights=*/false,
+                                                       /*is_causal=*/true));
 #endif
 }
 
@@ -75,8 +79,10 @@ inline void set_autocast(at::DeviceType device, bool enabled, at::ScalarType dty
 // at::Allocator::allocate is const in 1.13 and not in 2.x, where copy_data is also required.
 #if LOCKSTEP_TORCH2
 #define LOCKSTEP_ALLOCATE_CONST
-#define LOCKSTEP_ALLOCATOR_COPY_DATA \
-  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#define LOCKSTEP_ALLOCATOR_COPY_DATA                                              \
+  void copy_data(void* dest, const void* src, std::size_t count) const override { \
+    default_copy_data(dest, src, count);                                          \
+  }
 #else
 #define LOCKSTEP_ALLOCATE_CONST const
 #define LOCKSTEP_ALLOCATOR_COPY_DATA

@@ -24,7 +24,8 @@ namespace {
 std::string format_error(const SourceLoc& loc, const std::string& key, const std::string& msg) {
   std::string out = loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) +
                     ": " + key + ": " + msg;
-  for (char& c : out)  // always one line: no '\n', and no '\r' (or other control) to break it either
+  // Always one line: no '\n', and no '\r' (or other control character) to break it either.
+  for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   return out;
 }
@@ -63,7 +64,9 @@ std::string type_of(const toml::node& n) {
 }  // namespace
 
 ConfigError::ConfigError(SourceLoc loc, std::string key, const std::string& message)
-    : std::runtime_error(format_error(loc, key, message)), loc_(std::move(loc)), key_(std::move(key)) {}
+    : std::runtime_error(format_error(loc, key, message)),
+      loc_(std::move(loc)),
+      key_(std::move(key)) {}
 
 // Builds a Config. One instance per load; not reused.
 class Loader {
@@ -94,7 +97,8 @@ class Loader {
   }
 
   void load_text(std::string_view text, const std::string& shown, const fs::path& dir) {
-    if (stack_.size() > 16) throw ConfigError(SourceLoc{shown, 1, 1}, "extends", "extends chain deeper than 16 files");
+    if (stack_.size() > 16)
+      throw ConfigError(SourceLoc{shown, 1, 1}, "extends", "extends chain deeper than 16 files");
     toml::table root;
     try {
       root = toml::parse(text, std::string_view(shown));
@@ -107,7 +111,8 @@ class Loader {
       const auto* s = ext->as_string();
       if (!s) throw ConfigError(at, "extends", "expected a string (a path), got " + type_of(*ext));
       fs::path base = dir / s->get();
-      std::string base_shown = (fs::path(shown).parent_path() / s->get()).lexically_normal().string();
+      std::string base_shown =
+          (fs::path(shown).parent_path() / s->get()).lexically_normal().string();
       load_file(base, base_shown, &at, "extends");
     }
     for (auto&& [k, node] : root) {
@@ -116,15 +121,17 @@ class Loader {
       if (section == "extends") continue;
       const SectionSchema* schema = find_section(section);
       if (!node.is_table()) {
-        throw ConfigError(at, section,
-                          "top-level key must be inside a [section]" + all_keys_hint(section, nullptr));
+        throw ConfigError(
+            at, section,
+            "top-level key must be inside a [section]" + all_keys_hint(section, nullptr));
       }
       if (!schema) {
         std::vector<std::string> names;
         for (const auto* s : all_sections()) names.push_back(s->name);
         std::string m = did_you_mean(section, names);
-        throw ConfigError(at, "[" + section + "]",
-                          "unknown section" + (m.empty() ? "" : " (did you mean \"[" + m + "]\"?)"));
+        throw ConfigError(
+            at, "[" + section + "]",
+            "unknown section" + (m.empty() ? "" : " (did you mean \"[" + m + "]\"?)"));
       }
       for (auto&& [kk, vnode] : *node.as_table()) {
         std::string key(kk.str());
@@ -158,7 +165,8 @@ class Loader {
     try {
       t = toml::parse("v = " + value_text, std::string_view(shown));
     } catch (const toml::parse_error&) {
-      // Bare words are strings: --set precision.compute=bf16 (spaces around the word are not part of it)
+      // Bare words are strings: --set precision.compute=bf16 (spaces around the word are not part
+      // of it)
       value_text.erase(0, value_text.find_first_not_of(" \t"));
       value_text.erase(value_text.find_last_not_of(" \t") + 1);
       try {
@@ -170,13 +178,15 @@ class Loader {
     set(*schema, key, *t.get("v"), SourceLoc{shown, 1, 1});
   }
 
-  void set(const SectionSchema& schema, const std::string& key, const toml::node& node, SourceLoc at) {
+  void set(const SectionSchema& schema, const std::string& key, const toml::node& node,
+           SourceLoc at) {
     const std::string dotted = schema.name + "." + key;
     const KeySpec* spec = schema.find(key);
     if (!spec) throw ConfigError(at, dotted, "unknown key" + all_keys_hint(key, &schema));
     Value v;
     auto wrong = [&](const std::string& got) {
-      return ConfigError(at, dotted, std::string("expected ") + type_name(spec->type) + ", got " + got);
+      return ConfigError(at, dotted,
+                         std::string("expected ") + type_name(spec->type) + ", got " + got);
     };
     switch (spec->type) {
       case Type::Int:
@@ -184,9 +194,12 @@ class Loader {
         v = node.as_integer()->get();
         break;
       case Type::Float:
-        if (node.is_integer()) v = static_cast<double>(node.as_integer()->get());
-        else if (node.is_floating_point()) v = node.as_floating_point()->get() + 0.0;  // -0.0 -> 0.0 (hash == diff)
-        else throw wrong(type_of(node));
+        if (node.is_integer())
+          v = static_cast<double>(node.as_integer()->get());
+        else if (node.is_floating_point())
+          v = node.as_floating_point()->get() + 0.0;  // -0.0 -> 0.0 (hash == diff)
+        else
+          throw wrong(type_of(node));
         break;
       case Type::Bool:
         if (!node.is_boolean()) throw wrong(type_of(node));
@@ -201,26 +214,37 @@ class Loader {
     cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false};
   }
 
-  static void check_range(const KeySpec& spec, const std::string& dotted, const Value& v, const SourceLoc& at) {
-    // Bounds are doubles; show them as the key's type ("1", not "1.0" or "1e+09", for an integer key).
-    auto bound = [&](double b) { return spec.type == Type::Int ? format_value(static_cast<int64_t>(b)) : format_value(b); };
+  static void check_range(const KeySpec& spec, const std::string& dotted, const Value& v,
+                          const SourceLoc& at) {
+    // Bounds are doubles; show them as the key's type ("1", not "1.0" or "1e+09", for an integer
+    // key).
+    auto bound = [&](double b) {
+      return spec.type == Type::Int ? format_value(static_cast<int64_t>(b)) : format_value(b);
+    };
     double x = 0;
-    if (const auto* i = std::get_if<int64_t>(&v)) x = static_cast<double>(*i);
-    else if (const auto* d = std::get_if<double>(&v)) x = *d;
+    if (const auto* i = std::get_if<int64_t>(&v))
+      x = static_cast<double>(*i);
+    else if (const auto* d = std::get_if<double>(&v))
+      x = *d;
     if (std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v)) {
       if (x != x) throw ConfigError(at, dotted, "must be a number, got nan");
       if (spec.min && x < *spec.min)
-        throw ConfigError(at, dotted, "out of range: " + format_value(v) + " (must be >= " + bound(*spec.min) + ")");
+        throw ConfigError(
+            at, dotted,
+            "out of range: " + format_value(v) + " (must be >= " + bound(*spec.min) + ")");
       if (spec.max && x > *spec.max)
-        throw ConfigError(at, dotted, "out of range: " + format_value(v) + " (must be <= " + bound(*spec.max) + ")");
+        throw ConfigError(
+            at, dotted,
+            "out of range: " + format_value(v) + " (must be <= " + bound(*spec.max) + ")");
     }
     if (const auto* s = std::get_if<std::string>(&v); s && !spec.choices.empty()) {
       if (std::find(spec.choices.begin(), spec.choices.end(), *s) == spec.choices.end()) {
         std::string list;
         for (const auto& c : spec.choices) list += (list.empty() ? "" : "|") + c;
         std::string m = did_you_mean(*s, spec.choices);
-        throw ConfigError(at, dotted, "\"" + *s + "\" is not one of " + list +
-                                          (m.empty() ? "" : " (did you mean \"" + m + "\"?)"));
+        throw ConfigError(at, dotted,
+                          "\"" + *s + "\" is not one of " + list +
+                              (m.empty() ? "" : " (did you mean \"" + m + "\"?)"));
       }
     }
   }
@@ -230,7 +254,8 @@ class Loader {
     for (const auto* s : all_sections())
       for (const auto& k : s->keys) {
         const std::string dotted = s->name + "." + k.name;
-        if (!cfg.entries_.count(dotted)) cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true};
+        if (!cfg.entries_.count(dotted))
+          cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true};
       }
     for (const auto* s : all_sections())
       if (s->finalize) s->finalize(cfg);
@@ -248,7 +273,8 @@ Config Config::load(const fs::path& file, const std::vector<std::string>& overri
   return std::move(l.cfg);
 }
 
-Config Config::parse(std::string_view text, const std::string& label, const std::vector<std::string>& overrides) {
+Config Config::parse(std::string_view text, const std::string& label,
+                     const std::vector<std::string>& overrides) {
   Loader l;
   l.load_text(text, label, fs::path(label).parent_path());
   for (const auto& o : overrides) l.apply_override(o);
@@ -317,8 +343,10 @@ std::string Config::to_toml(bool annotate) const {
       if (std::holds_alternative<std::monostate>(e.value)) continue;
       out << k.name << " = " << format_value(e.value);
       if (annotate) {
-        if (e.is_default) out << "  # default";
-        else if (e.loc.file != path_) out << "  # from " << e.loc.file;
+        if (e.is_default)
+          out << "  # default";
+        else if (e.loc.file != path_)
+          out << "  # from " << e.loc.file;
       }
       out << "\n";
     }
@@ -365,7 +393,8 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
     for (size_t i = 1; i <= a.size(); ++i) {
       cur[0] = i;
       for (size_t j = 1; j <= b.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        cur[j] =
+            std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       std::swap(prev, cur);
     }
     return prev[b.size()];

@@ -30,13 +30,17 @@ std::string format_value(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) {
     std::string out = "\"";
     for (char c : *s) {
-      if (c == '"' || c == '\\') out += '\\', out += c;
-      else if (c == '\n') out += "\\n";
-      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {  // TOML forbids raw controls and DEL
+      if (c == '"' || c == '\\')
+        out += '\\', out += c;
+      else if (c == '\n')
+        out += "\\n";
+      else if (static_cast<unsigned char>(c) < 0x20 ||
+               c == 0x7f) {  // TOML forbids raw controls and DEL
         char buf[8];
         std::snprintf(buf, sizeof buf, "\\u%04x", c);
         out += buf;
-      } else out += c;
+      } else
+        out += c;
     }
     return out + "\"";
   }
@@ -97,19 +101,27 @@ std::string keys_markdown() {
   };
   std::string out;
   for (const auto* s : all_sections()) {
-    out += "#### `[" + s->name + "]`\n\n" + s->doc + "\n\n| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+    out += "#### `[" + s->name + "]`\n\n" + s->doc +
+           "\n\n| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
     for (const auto& k : s->keys) {
       std::string allowed;
       if (!k.choices.empty()) {
-        for (const auto& c : k.choices) allowed += (allowed.empty() ? "" : " \\| ") + ("`" + c + "`");
+        for (const auto& c : k.choices)
+          allowed += (allowed.empty() ? "" : " \\| ") + ("`" + c + "`");
       } else if (k.min || k.max) {
-        auto b = [&](double x) { return k.type == Type::Int ? std::to_string(static_cast<long long>(x)) : format_value(x); };
-        allowed = (k.min ? b(*k.min) : std::string("")) + " .. " + (k.max ? b(*k.max) : std::string(""));
+        auto b = [&](double x) {
+          return k.type == Type::Int ? std::to_string(static_cast<long long>(x)) : format_value(x);
+        };
+        allowed =
+            (k.min ? b(*k.min) : std::string("")) + " .. " + (k.max ? b(*k.max) : std::string(""));
       }
-      const std::string def = std::holds_alternative<std::monostate>(k.def) ? "(derived)" : "`" + format_value(k.def) + "`";
+      const std::string def = std::holds_alternative<std::monostate>(k.def)
+                                  ? "(derived)"
+                                  : "`" + format_value(k.def) + "`";
       std::string doc;
       for (char c : k.doc) doc += c == '|' ? std::string("\\|") : std::string(1, c);
-      out += "| `" + k.name + "` | " + type_word(k.type) + " | " + def + " | " + allowed + " | " + doc + " |\n";
+      out += "| `" + k.name + "` | " + type_word(k.type) + " | " + def + " | " + allowed + " | " +
+             doc + " |\n";
     }
     out += "\n";
   }

@@ -45,27 +45,46 @@ std::string fmt(const char* f, double x) {
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
 }
-std::string f0(double x) { return fmt("%.0f", x); }
-std::string f1(double x) { return fmt("%.1f", x); }
-std::string f2(double x) { return fmt("%.2f", x); }
-std::string f3(double x) { return fmt("%.3f", x); }
-std::string sci(double x) { return fmt("%.2e", x); }
-std::string g3(double x) { return fmt("%.3g", x); }
-std::string times(double q) { return q >= 100 ? fmt("%.0fx", q) : fmt("%.1fx", q); }
+std::string f0(double x) {
+  return fmt("%.0f", x);
+}
+std::string f1(double x) {
+  return fmt("%.1f", x);
+}
+std::string f2(double x) {
+  return fmt("%.2f", x);
+}
+std::string f3(double x) {
+  return fmt("%.3f", x);
+}
+std::string sci(double x) {
+  return fmt("%.2e", x);
+}
+std::string g3(double x) {
+  return fmt("%.3g", x);
+}
+std::string times(double q) {
+  return q >= 100 ? fmt("%.0fx", q) : fmt("%.1fx", q);
+}
 std::string hex(uint64_t h) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%016" PRIx64, h);
   return buf;
 }
 std::string steps_range(int64_t a, int64_t b) {
-  return a == b ? "step " + std::to_string(a) : "steps " + std::to_string(a) + "-" + std::to_string(b);
+  return a == b ? "step " + std::to_string(a)
+                : "steps " + std::to_string(a) + "-" + std::to_string(b);
 }
-double clamp01(double x) { return std::isfinite(x) ? std::clamp(x, 0.0, 1.0) : (x > 0 ? 1.0 : 0.0); }
-double round3(double x) { return std::round(x * 1000.0) / 1000.0; }
+double clamp01(double x) {
+  return std::isfinite(x) ? std::clamp(x, 0.0, 1.0) : (x > 0 ? 1.0 : 0.0);
+}
+double round3(double x) {
+  return std::round(x * 1000.0) / 1000.0;
+}
 
 // Finite values of `field` on the last n records of `series` before step `before`.
-std::vector<double> history(const std::vector<StepRecord>& series, int64_t before, size_t n, const Field& field,
-                            bool timed_only = false) {
+std::vector<double> history(const std::vector<StepRecord>& series, int64_t before, size_t n,
+                            const Field& field, bool timed_only = false) {
   std::vector<double> out;
   for (auto it = series.rbegin(); it != series.rend() && out.size() < n; ++it) {
     if (it->step >= before || (timed_only && !it->timed)) continue;
@@ -100,11 +119,15 @@ double phase(const StepRecord& r, const std::string& p) {
   return it == r.phase_ms.end() ? 0.0 : it->second;
 }
 
-std::string unit_name(size_t u) { return u == 0 ? "unit 0 (embeddings/head)" : "unit " + std::to_string(u) + " (block " + std::to_string(u - 1) + ")"; }
+std::string unit_name(size_t u) {
+  return u == 0 ? "unit 0 (embeddings/head)"
+                : "unit " + std::to_string(u) + " (block " + std::to_string(u - 1) + ")";
+}
 
 bool loss_detected_at(const Event& e, int64_t step) {
-  return std::any_of(e.detections.begin(), e.detections.end(),
-                     [&](const Detection& d) { return d.step == step && (d.kind == "loss" || d.kind == "nonfinite"); });
+  return std::any_of(e.detections.begin(), e.detections.end(), [&](const Detection& d) {
+    return d.step == step && (d.kind == "loss" || d.kind == "nonfinite");
+  });
 }
 
 // ---- data ---------------------------------------------------------------------------------------
@@ -115,25 +138,31 @@ Cause data_cause(const RunRecords& run, const Event& e) {
   double best = 0;
   for (int64_t rank = 0; rank < run.world(); ++rank) {
     const auto& series = run.ranks[static_cast<size_t>(rank)];
-    Baseline be(history(series, from, kHistory, [](const StepRecord& r) { return r.batch_entropy; }));
-    Baseline br(history(series, from, kHistory, [](const StepRecord& r) { return r.batch_repeat_share; }));
+    Baseline be(
+        history(series, from, kHistory, [](const StepRecord& r) { return r.batch_entropy; }));
+    Baseline br(
+        history(series, from, kHistory, [](const StepRecord& r) { return r.batch_repeat_share; }));
     if (!be.ok() || !br.ok()) continue;
     for (int64_t s = from; s <= L; ++s) {
       const StepRecord* r = run.at(rank, s);
       if (!r) continue;
       double drop = 0, rep = 0;
-      if (be.z(r->batch_entropy) <= -kDataZ && be.med > 0) drop = (be.med - r->batch_entropy) / be.med;
-      if (br.z(r->batch_repeat_share) >= kDataZ) rep = br.med < 1 ? (r->batch_repeat_share - br.med) / (1 - br.med) : 0;
+      if (be.z(r->batch_entropy) <= -kDataZ && be.med > 0)
+        drop = (be.med - r->batch_entropy) / be.med;
+      if (br.z(r->batch_repeat_share) >= kDataZ)
+        rep = br.med < 1 ? (r->batch_repeat_share - br.med) / (1 - br.med) : 0;
       if (drop < kDataMinEffect) drop = 0;  // a robust z alone over-reacts when the MAD is ~0
       if (rep < kDataMinEffect) rep = 0;
       const double sc = clamp01(std::max(drop, rep)) * (s == L ? 1.0 : 0.9);
       if (sc > best) {
         best = sc;
-        c.evidence = "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "") +
-                     ": batch entropy " + f2(r->batch_entropy) + " nats vs median " + f2(be.med) +
-                     "; repeated-token share " + f2(r->batch_repeat_share) + " vs median " + f2(br.med) +
-                     "; replay: batch_hash " + hex(r->batch_hash) +
-                     (s == L ? " (the batch the spiking loss was computed on)" : " (trained on " + std::to_string(L - s) + " step(s) before the spike)");
+        c.evidence =
+            "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "") +
+            ": batch entropy " + f2(r->batch_entropy) + " nats vs median " + f2(be.med) +
+            "; repeated-token share " + f2(r->batch_repeat_share) + " vs median " + f2(br.med) +
+            "; replay: batch_hash " + hex(r->batch_hash) +
+            (s == L ? " (the batch the spiking loss was computed on)"
+                    : " (trained on " + std::to_string(L - s) + " step(s) before the spike)");
       }
     }
   }
@@ -143,10 +172,12 @@ Cause data_cause(const RunRecords& run, const Event& e) {
     Baseline be(history(main, from, kHistory, [](const StepRecord& r) { return r.batch_entropy; }));
     double lo = INFINITY, rep = 0;
     for (int64_t s = from; s <= L; ++s)
-      if (const StepRecord* r = run.at(0, s)) lo = std::min(lo, r->batch_entropy), rep = std::max(rep, r->batch_repeat_share);
-    c.evidence = std::isfinite(lo) ? "batches of " + steps_range(from, L) + " look normal: entropy >= " + f2(lo) + " nats (median " +
-                                         f2(be.med) + "), repeated-token share <= " + f2(rep)
-                                   : "no batch statistics at " + steps_range(from, L);
+      if (const StepRecord* r = run.at(0, s))
+        lo = std::min(lo, r->batch_entropy), rep = std::max(rep, r->batch_repeat_share);
+    c.evidence = std::isfinite(lo)
+                     ? "batches of " + steps_range(from, L) + " look normal: entropy >= " + f2(lo) +
+                           " nats (median " + f2(be.med) + "), repeated-token share <= " + f2(rep)
+                     : "no batch statistics at " + steps_range(from, L);
   }
   return c;
 }
@@ -175,22 +206,29 @@ Cause lr_cause(const RunRecords& run, const Event& e) {
     const double sc = clamp01(std::log(q) / std::log(4.0));
     if (sc > c.score) {
       c.score = sc;
-      c.evidence = "LR " + sci(r->lr) + " at step " + std::to_string(s) + " is " + times(q) + " step " + std::to_string(s - 1) + "'s " +
-                   sci(p->lr) + " (a schedule discontinuity); the loss at step " + std::to_string(L) + " is the first after that update";
+      c.evidence = "LR " + sci(r->lr) + " at step " + std::to_string(s) + " is " + times(q) +
+                   " step " + std::to_string(s - 1) + "'s " + sci(p->lr) +
+                   " (a schedule discontinuity); the loss at step " + std::to_string(L) +
+                   " is the first after that update";
     }
   }
   if (c.score > 0) return c;
   const int64_t w = warmup_end(run.main());
   const StepRecord* wr = w ? run.at(0, w) : nullptr;
-  const std::string warm = wr ? "warmup ended at step " + std::to_string(w) + " (peak LR " + sci(wr->lr) + ")" : "no warmup seen in the LR";
+  const std::string warm =
+      wr ? "warmup ended at step " + std::to_string(w) + " (peak LR " + sci(wr->lr) + ")"
+         : "no warmup seen in the LR";
   if (wr && w < L && L - w <= 10) {
     c.score = 0.25 * (1.0 - static_cast<double>(L - w - 1) / 10.0);
-    c.evidence = warm + ", " + std::to_string(L - w) + " step(s) before the spike: the peak LR is a common moment to diverge; no LR jump in " +
-                 steps_range(L - 3, L - 1);
+    c.evidence =
+        warm + ", " + std::to_string(L - w) +
+        " step(s) before the spike: the peak LR is a common moment to diverge; no LR jump in " +
+        steps_range(L - 3, L - 1);
   } else {
     const StepRecord* r = run.at(0, L - 1);
     c.evidence = "no LR jump in " + steps_range(std::max<int64_t>(1, L - 3), L - 1) +
-                 (best_q > 0 ? " (largest step-to-step ratio " + fmt("%.2fx", best_q) + ")" : "") + (r ? "; LR " + sci(r->lr) : "") + "; " + warm;
+                 (best_q > 0 ? " (largest step-to-step ratio " + fmt("%.2fx", best_q) + ")" : "") +
+                 (r ? "; LR " + sci(r->lr) : "") + "; " + warm;
   }
   return c;
 }
@@ -203,7 +241,8 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
   Cause c{"grad", 0, ""};
   Baseline b(history(main, from, kGradHistory, [](const StepRecord& r) { return r.grad_norm; }));
   if (!b.ok(3) || !(b.med > 0)) {
-    c.evidence = "too few finite grad norms before step " + std::to_string(from) + " to compare with";
+    c.evidence =
+        "too few finite grad norms before step " + std::to_string(from) + " to compare with";
     return c;
   }
   double best = 0, best_q = 0;
@@ -226,7 +265,8 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
   if (xs.size() >= 4) {
     const double mx = stats::mean(xs), my = stats::mean(ys);
     double sxy = 0, sxx = 0;
-    for (size_t i = 0; i < xs.size(); ++i) sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
+    for (size_t i = 0; i < xs.size(); ++i)
+      sxy += (xs[i] - mx) * (ys[i] - my), sxx += (xs[i] - mx) * (xs[i] - mx);
     growth = std::exp(sxy / sxx * (xs.back() - xs.front()));
     best = std::max(best, 0.8 * clamp01(std::log10(growth) / 2.0));
   }
@@ -236,14 +276,19 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
     return c;
   }
   const StepRecord* r = run.at(0, best_s);
-  c.evidence = "grad norm " + g3(r->grad_norm) + " at step " + std::to_string(best_s) + " = " + times(best_q) + " the median " + g3(b.med) +
-               " of the " + std::to_string(b.n) + " steps before" + (loss_detected_at(e, best_s) ? " (at the loss spike itself: partly its effect)" : "");
+  c.evidence =
+      "grad norm " + g3(r->grad_norm) + " at step " + std::to_string(best_s) + " = " +
+      times(best_q) + " the median " + g3(b.med) + " of the " + std::to_string(b.n) +
+      " steps before" +
+      (loss_detected_at(e, best_s) ? " (at the loss spike itself: partly its effect)" : "");
   // Per-unit: the largest rise at that step.
   double uq_best = 0;
   size_t u_best = 0;
   double u_val = 0, u_med = 0;
   for (size_t u = 0; u < r->unit_grad_norms.size(); ++u) {
-    Baseline ub(history(main, from, kGradHistory, [u](const StepRecord& x) { return u < x.unit_grad_norms.size() ? x.unit_grad_norms[u] : kNaN; }));
+    Baseline ub(history(main, from, kGradHistory, [u](const StepRecord& x) {
+      return u < x.unit_grad_norms.size() ? x.unit_grad_norms[u] : kNaN;
+    }));
     if (!ub.ok(3) || !(ub.med > 0) || !std::isfinite(r->unit_grad_norms[u])) continue;
     const double uq = r->unit_grad_norms[u] / ub.med;
     if (uq > uq_best) uq_best = uq, u_best = u, u_val = r->unit_grad_norms[u], u_med = ub.med;
@@ -252,10 +297,13 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
     double total_sq = 0;
     for (double v : r->unit_grad_norms)
       if (std::isfinite(v)) total_sq += v * v;
-    c.evidence += "; largest per-layer rise: " + unit_name(u_best) + " " + g3(u_val) + " vs median " + g3(u_med) + " (" + times(uq_best) + ", " +
-                  f0(total_sq > 0 ? 100.0 * u_val * u_val / total_sq : 0) + "% of the squared norm)";
+    c.evidence += "; largest per-layer rise: " + unit_name(u_best) + " " + g3(u_val) +
+                  " vs median " + g3(u_med) + " (" + times(uq_best) + ", " +
+                  f0(total_sq > 0 ? 100.0 * u_val * u_val / total_sq : 0) +
+                  "% of the squared norm)";
   }
-  if (std::isfinite(growth)) c.evidence += "; trend over the 10 steps before: " + fmt("%.2fx", growth);
+  if (std::isfinite(growth))
+    c.evidence += "; trend over the 10 steps before: " + fmt("%.2fx", growth);
   return c;
 }
 
@@ -269,25 +317,29 @@ Cause numerics_cause(const RunRecords& run, const Event& e) {
     for (int64_t rank = 0; rank < run.world(); ++rank) {
       const StepRecord* r = run.at(rank, s);
       if (!r) continue;
-      const std::string where = "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "");
+      const std::string where =
+          "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "");
       if (rank == 0 && !std::isfinite(r->loss)) {
         c.score = std::max(c.score, 1.0);
         found.push_back("loss " + fmt("%g", r->loss) + " at " + where);
       }
       if (r->nonfinite_grads > 0 || r->overflow) {
         c.score = std::max(c.score, 0.8);
-        found.push_back(std::to_string(r->nonfinite_grads) + " non-finite gradient element(s) at " + where + " (grad norm " + g3(r->grad_norm) +
+        found.push_back(std::to_string(r->nonfinite_grads) + " non-finite gradient element(s) at " +
+                        where + " (grad norm " + g3(r->grad_norm) +
                         (r->skipped ? ", update skipped" : "") + ")");
       }
       const StepRecord* p = run.at(rank, s - 1);
       if (p && r->loss_scale < p->loss_scale) {
         c.score = std::max(c.score, 0.3);
-        found.push_back("loss scale " + g3(p->loss_scale) + " -> " + g3(r->loss_scale) + " at " + where);
+        found.push_back("loss scale " + g3(p->loss_scale) + " -> " + g3(r->loss_scale) + " at " +
+                        where);
       }
     }
   if (found.empty()) {
     const StepRecord* r = run.at(0, e.step);
-    c.evidence = "no non-finite loss or gradients, overflows or loss-scale drops in " + steps_range(std::max<int64_t>(1, from), to) +
+    c.evidence = "no non-finite loss or gradients, overflows or loss-scale drops in " +
+                 steps_range(std::max<int64_t>(1, from), to) +
                  (r ? " (loss scale " + g3(r->loss_scale) + ")" : "");
   } else {
     for (size_t i = 0; i < found.size() && i < 4; ++i) c.evidence += (i ? "; " : "") + found[i];
@@ -314,19 +366,25 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
   for (int64_t rank = 0; rank < run.world(); ++rank) {
     const auto& series = run.ranks[static_cast<size_t>(rank)];
     auto& b = base[static_cast<size_t>(rank)];
-    Baseline st(history(series, from, kHistory, [](const StepRecord& r) { return r.step_ms; }, true));
+    Baseline st(history(
+        series, from, kHistory, [](const StepRecord& r) { return r.step_ms; }, true));
     Baseline ow(history(series, from, kHistory, own_ms, true));
-    Baseline cm(history(series, from, kHistory, [](const StepRecord& r) { return phase(r, "comm"); }, true));
+    Baseline cm(history(
+        series, from, kHistory, [](const StepRecord& r) { return phase(r, "comm"); }, true));
     b.step = st.med, b.own = ow.med, b.comm = cm.med;
     for (const auto& p : phase_names())
-      b.phases[p] = Baseline(history(series, from, kHistory, [&p](const StepRecord& r) { return phase(r, p); }, true)).med;
+      b.phases[p] = Baseline(history(
+                                 series, from, kHistory,
+                                 [&p](const StepRecord& r) { return phase(r, p); }, true))
+                        .med;
   }
   // The worst own-time excess: which rank, which step.
   double E = 0;
   int64_t r_star = -1, s_star = 0;
   for (int64_t rank = 0; rank < run.world(); ++rank)
     for (int64_t s = from; s <= to; ++s)
-      if (const StepRecord* r = run.at(rank, s); r && std::isfinite(base[static_cast<size_t>(rank)].own)) {
+      if (const StepRecord* r = run.at(rank, s);
+          r && std::isfinite(base[static_cast<size_t>(rank)].own)) {
         const double ex = own_ms(*r) - base[static_cast<size_t>(rank)].own;
         if (ex > E) E = ex, r_star = rank, s_star = s;
       }
@@ -338,20 +396,25 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
     std::string ph;
     double ph_ex = -INFINITY;
     for (const auto& p : phase_names())
-      if (p != "comm" && phase(*r, p) - b.phases.at(p) > ph_ex) ph_ex = phase(*r, p) - b.phases.at(p), ph = p;
-    where = "rank " + std::to_string(r_star) + "'s own time (step minus comm) " + f1(own_ms(*r)) + " ms at step " + std::to_string(s_star) +
-            " vs its median " + f1(b.own) + " ms (mostly \"" + ph + "\": " + f1(phase(*r, ph)) + " ms vs median " + f1(b.phases.at(ph)) + ")";
+      if (p != "comm" && phase(*r, p) - b.phases.at(p) > ph_ex)
+        ph_ex = phase(*r, p) - b.phases.at(p), ph = p;
+    where = "rank " + std::to_string(r_star) + "'s own time (step minus comm) " + f1(own_ms(*r)) +
+            " ms at step " + std::to_string(s_star) + " vs its median " + f1(b.own) +
+            " ms (mostly \"" + ph + "\": " + f1(phase(*r, ph)) + " ms vs median " +
+            f1(b.phases.at(ph)) + ")";
   }
   // Sync (a): one rank straggles, the others wait in comm.
   bool asym = false;
-  if (run.world() > 1 && r_star >= 0 && E >= (kStragglerRatio - 1) * base[static_cast<size_t>(r_star)].step) {
+  if (run.world() > 1 && r_star >= 0 &&
+      E >= (kStragglerRatio - 1) * base[static_cast<size_t>(r_star)].step) {
     double others_own = 0, W = 0;
     int64_t w_rank = -1, w_step = 0;
     double w_comm = 0;
     for (int64_t q = 0; q < run.world(); ++q) {
       if (q == r_star) continue;
       const auto& b = base[static_cast<size_t>(q)];
-      if (const StepRecord* r = run.at(q, s_star)) others_own = std::max(others_own, own_ms(*r) - b.own);
+      if (const StepRecord* r = run.at(q, s_star))
+        others_own = std::max(others_own, own_ms(*r) - b.own);
       for (int64_t s : {s_star, s_star + 1})
         if (const StepRecord* r = run.at(q, s); r && phase(*r, "comm") - b.comm > W)
           W = phase(*r, "comm") - b.comm, w_rank = q, w_step = s, w_comm = phase(*r, "comm");
@@ -359,10 +422,13 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
     if (others_own < E / 4) {
       asym = true;
       t.sync.score = 0.5 + 0.5 * clamp01(W / E);
-      t.sync.evidence = where + ", while no other rank's own time rose more than " + f1(std::max(0.0, others_own)) + " ms above its median";
+      t.sync.evidence = where + ", while no other rank's own time rose more than " +
+                        f1(std::max(0.0, others_own)) + " ms above its median";
       if (w_rank >= 0)
-        t.sync.evidence += "; rank " + std::to_string(w_rank) + " waited in comm " + f1(w_comm) + " ms at step " + std::to_string(w_step) +
-                           " (median " + f1(base[static_cast<size_t>(w_rank)].comm) + " ms): one rank straggled and the others waited for it at the next collective";
+        t.sync.evidence +=
+            "; rank " + std::to_string(w_rank) + " waited in comm " + f1(w_comm) + " ms at step " +
+            std::to_string(w_step) + " (median " + f1(base[static_cast<size_t>(w_rank)].comm) +
+            " ms): one rank straggled and the others waited for it at the next collective";
       else
         t.sync.evidence += "; no other rank's comm time rose";
     }
@@ -374,7 +440,8 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
       for (int64_t q = 0; q < run.world(); ++q) {
         const StepRecord* r = run.at(q, s);
         if (!r || !std::isfinite(r->local_loss)) return kNaN;
-        lo = std::min(lo, r->local_loss), hi = std::max(hi, r->local_loss), sum += std::fabs(r->local_loss);
+        lo = std::min(lo, r->local_loss), hi = std::max(hi, r->local_loss),
+        sum += std::fabs(r->local_loss);
       }
       return sum > 0 ? (hi - lo) / (sum / static_cast<double>(run.world())) : kNaN;
     };
@@ -394,14 +461,17 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
           best = sc;
           t.sync.score = sc;
           std::string losses;
-          for (int64_t q = 0; q < run.world(); ++q) losses += (q ? ", " : "") + f3(run.at(q, s)->local_loss);
-          t.sync.evidence = "ranks' local losses disagree at step " + std::to_string(s) + ": " + losses + " (relative spread " + f3(v) + " = " +
-                            times(ratio) + " its median " + f3(b.med) + ")";
+          for (int64_t q = 0; q < run.world(); ++q)
+            losses += (q ? ", " : "") + f3(run.at(q, s)->local_loss);
+          t.sync.evidence = "ranks' local losses disagree at step " + std::to_string(s) + ": " +
+                            losses + " (relative spread " + f3(v) + " = " + times(ratio) +
+                            " its median " + f3(b.med) + ")";
         }
       }
     }
     if (t.sync.score == 0)
-      t.sync.evidence = "no straggler and no local-loss disagreement across the " + std::to_string(run.world()) + " ranks" +
+      t.sync.evidence = "no straggler and no local-loss disagreement across the " +
+                        std::to_string(run.world()) + " ranks" +
                         (b.ok() ? " (local-loss relative spread median " + f3(b.med) + ")" : "");
   } else {
     t.sync.evidence = "single rank: no cross-rank signal";
@@ -409,22 +479,33 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
   // Hardware: a slow step nobody else explains (a guess).
   if (!slow) {
     const StepRecord* r = run.at(0, e.step);
-    t.hardware.evidence = "no slow step" + (r && std::isfinite(base[0].step) ? " (step " + std::to_string(e.step) + ": " + f1(r->step_ms) + " ms vs median " + f1(base[0].step) + " ms)" : "");
+    t.hardware.evidence =
+        "no slow step" + (r && std::isfinite(base[0].step)
+                              ? " (step " + std::to_string(e.step) + ": " + f1(r->step_ms) +
+                                    " ms vs median " + f1(base[0].step) + " ms)"
+                              : "");
   } else {
     const Detection* worst = nullptr;
     for (const auto& d : e.detections)
-      if (d.kind == "step_time" && (!worst || d.value / d.median > worst->value / worst->median)) worst = &d;
-    const std::string slow_txt = "step " + std::to_string(worst->step) + " took " + f1(worst->value) + " ms vs median " + f1(worst->median) +
-                                 " ms (" + times(worst->value / worst->median) + ") on rank " + std::to_string(worst->rank);
+      if (d.kind == "step_time" && (!worst || d.value / d.median > worst->value / worst->median))
+        worst = &d;
+    const std::string slow_txt = "step " + std::to_string(worst->step) + " took " +
+                                 f1(worst->value) + " ms vs median " + f1(worst->median) + " ms (" +
+                                 times(worst->value / worst->median) + ") on rank " +
+                                 std::to_string(worst->rank);
     if (asym) {
       t.hardware.score = 0.1;
-      t.hardware.evidence = slow_txt + "; only rank " + std::to_string(r_star) + " was slow in its own work, which points at sync (its host may still be the reason)";
+      t.hardware.evidence =
+          slow_txt + "; only rank " + std::to_string(r_star) +
+          " was slow in its own work, which points at sync (its host may still be the reason)";
     } else {
       t.hardware.score = others_max < 0.3 ? 0.5 : 0.2;
-      t.hardware.evidence = "a guess: " + slow_txt + (where.empty() ? "" : "; " + where) +
-                            (run.world() > 1 ? "; no rank asymmetry" : "; single rank") +
-                            (others_max < 0.3 ? " and no data, LR, gradient or numerics signal" : "") +
-                            ". The run logs no hardware counters: check the host (throttling, contention, swapping) and rerun";
+      t.hardware.evidence =
+          "a guess: " + slow_txt + (where.empty() ? "" : "; " + where) +
+          (run.world() > 1 ? "; no rank asymmetry" : "; single rank") +
+          (others_max < 0.3 ? " and no data, LR, gradient or numerics signal" : "") +
+          ". The run logs no hardware counters: check the host (throttling, contention, swapping) "
+          "and rerun";
     }
   }
   return t;
@@ -433,7 +514,8 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
 }  // namespace
 
 std::vector<Cause> score_causes(const RunRecords& run, const Event& e) {
-  std::vector<Cause> causes{data_cause(run, e), lr_cause(run, e), grad_cause(run, e), numerics_cause(run, e)};
+  std::vector<Cause> causes{data_cause(run, e), lr_cause(run, e), grad_cause(run, e),
+                            numerics_cause(run, e)};
   double others = 0;
   for (const auto& c : causes) others = std::max(others, c.score);
   Timing t = timing_causes(run, e, others);

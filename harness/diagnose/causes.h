@@ -6,7 +6,8 @@
 //
 // Windows. L = the event's loss step (Event::loss_step()): the loss at step s is computed before
 // the update of step s, so a bad update at s shows in the loss at s+1.
-//   data      batches of steps L-2 .. L, every rank (the batch of L itself, and the two just trained
+//   data      batches of steps L-2 .. L, every rank (the batch of L itself, and the two just
+//   trained
 //             on). Per step and rank: entropy drop = (median - entropy) / median and repeated-token
 //             excess = (share - median) / (1 - median), each counted only when its robust z against
 //             the previous 50 steps is >= 5 (MAD 0: any difference) and it is >= 0.1 (smaller
@@ -19,7 +20,8 @@
 //             min(1, log10(q) / 2) (100x = 1); a step whose own loss spiked counts half (a high
 //             loss explains a high gradient). The rise of the grad-norm trend over the 10 steps
 //             before L (least squares on log grad_norm) scores the same way, x0.8. Evidence names
-//             the unit (0 = embeddings/head, i = block i-1) with the largest rise at the worst step.
+//             the unit (0 = embeddings/head, i = block i-1) with the largest rise at the worst
+//             step.
 //   numerics  steps L-3 .. last: a non-finite loss = 1; non-finite gradient elements or an fp16
 //             overflow (update skipped) = 0.8; a loss-scale drop alone = 0.3.
 //   hardware  a step-time spike (spikes.h) in the event with no rank asymmetry: 0.5 when data, lr,

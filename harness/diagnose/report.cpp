@@ -24,19 +24,22 @@ std::string fmt(const char* f, double x) {
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
 }
-std::string num(double x) { return fmt("%.10g", x); }  // gnuplot data ('?' for missing is added by callers)
+std::string num(double x) {
+  return fmt("%.10g", x);
+}  // gnuplot data ('?' for missing is added by callers)
 
 std::string detection_text(const Detection& d, int64_t world) {
   const std::string rank = world > 1 ? " on rank " + std::to_string(d.rank) : "";
   if (d.kind == "nonfinite") return "step " + std::to_string(d.step) + ": the loss is non-finite";
   if (d.kind == "loss")
-    return "step " + std::to_string(d.step) + ": loss " + fmt("%.4f", d.value) + " vs median " + fmt("%.4f", d.median) + " (robust z " +
-           fmt("%.1f", d.z) + ")";
+    return "step " + std::to_string(d.step) + ": loss " + fmt("%.4f", d.value) + " vs median " +
+           fmt("%.4f", d.median) + " (robust z " + fmt("%.1f", d.z) + ")";
   if (d.kind == "grad_norm")
-    return "step " + std::to_string(d.step) + ": grad norm " + fmt("%.3g", d.value) + " vs median " + fmt("%.3g", d.median) + " (" +
-           fmt("%.0fx", d.value / d.median) + ")";
-  return "step " + std::to_string(d.step) + rank + ": step time " + fmt("%.1f", d.value) + " ms vs median " + fmt("%.1f", d.median) + " ms (" +
-         fmt("%.1fx", d.value / d.median) + ")";
+    return "step " + std::to_string(d.step) + ": grad norm " + fmt("%.3g", d.value) +
+           " vs median " + fmt("%.3g", d.median) + " (" + fmt("%.0fx", d.value / d.median) + ")";
+  return "step " + std::to_string(d.step) + rank + ": step time " + fmt("%.1f", d.value) +
+         " ms vs median " + fmt("%.1f", d.median) + " ms (" + fmt("%.1fx", d.value / d.median) +
+         ")";
 }
 
 // The detections of an event in a few lines (at most 3 per kind, then a count).
@@ -55,14 +58,17 @@ std::vector<std::string> detection_lines(const Event& e, int64_t world) {
 std::string header_line(const DiagnoseReport& r) {
   const auto& m = r.run.main();
   std::string s = r.run_dir.empty() ? "run" : r.run_dir;
-  s += " (" + (r.name.empty() ? std::string() : r.name + ", ") + std::to_string(m.empty() ? 0 : m.back().step) + " steps, " +
-       std::to_string(r.run.world()) + (r.run.world() == 1 ? " rank" : " ranks") + (r.status.empty() ? "" : ", status " + r.status) + ")";
+  s += " (" + (r.name.empty() ? std::string() : r.name + ", ") +
+       std::to_string(m.empty() ? 0 : m.back().step) + " steps, " + std::to_string(r.run.world()) +
+       (r.run.world() == 1 ? " rank" : " ranks") +
+       (r.status.empty() ? "" : ", status " + r.status) + ")";
   return s;
 }
 
 std::string no_event_text(const SpikeThresholds& t) {
-  return "no events: no non-finite loss, no loss above robust z " + fmt("%g", t.loss_z) + " of its " + std::to_string(t.loss_window) +
-         "-step rolling median, no grad norm " + fmt("%g", t.grad_ratio) + "x its median and no step " + fmt("%g", t.time_ratio) +
+  return "no events: no non-finite loss, no loss above robust z " + fmt("%g", t.loss_z) +
+         " of its " + std::to_string(t.loss_window) + "-step rolling median, no grad norm " +
+         fmt("%g", t.grad_ratio) + "x its median and no step " + fmt("%g", t.time_ratio) +
          "x slower than usual";
 }
 
@@ -78,21 +84,30 @@ reports::Plot loss_plot(const DiagnoseReport& r) {
   if (!any) return {"", "no finite loss values recorded"};
   // The key goes above the plot (never over the curve); labels sit beside their marker line, on its
   // left when the event is in the right 30% of the run.
-  std::string s = "set xlabel 'step'\nset ylabel 'loss'\nset offsets 0, 0, graph 0.12, 0\nset key outside top center horizontal\n";
+  std::string s =
+      "set xlabel 'step'\nset ylabel 'loss'\nset offsets 0, 0, graph 0.12, 0\nset key outside top "
+      "center horizontal\n";
   const int64_t last = r.run.main().empty() ? 1 : std::max<int64_t>(1, r.run.main().back().step);
   int label = 0;
   for (const auto& dg : r.diagnoses) {
     const int64_t k = dg.event.step;
     const std::string top = dg.causes.empty() ? "?" : dg.causes.front().cause;
-    s += "set arrow from " + std::to_string(k) + ", graph 0 to " + std::to_string(k) + ", graph 1 nohead dt 2 lw 1.5 lc rgb '#c92a2a'\n";
+    s += "set arrow from " + std::to_string(k) + ", graph 0 to " + std::to_string(k) +
+         ", graph 1 nohead dt 2 lw 1.5 lc rgb '#c92a2a'\n";
     ++label;
-    s += "set label " + std::to_string(label) + " " + reports::gnuplot_quote("step " + std::to_string(k) + ": " + top) + " at " +
+    s += "set label " + std::to_string(label) + " " +
+         reports::gnuplot_quote("step " + std::to_string(k) + ": " + top) + " at " +
          std::to_string(k) + ", graph " + fmt("%.2f", 0.96 - 0.07 * ((label - 1) % 4)) +
-         (static_cast<double>(k) > 0.7 * static_cast<double>(last) ? " right offset -0.5,0" : " left offset 0.5,0") + " tc rgb '#c92a2a'\n";
+         (static_cast<double>(k) > 0.7 * static_cast<double>(last) ? " right offset -0.5,0"
+                                                                   : " left offset 0.5,0") +
+         " tc rgb '#c92a2a'\n";
     const StepRecord* rec = r.run.at(0, dg.event.loss_step());
-    if (rec && std::isfinite(rec->loss)) marks += std::to_string(rec->step) + " " + num(rec->loss) + "\n";
+    if (rec && std::isfinite(rec->loss))
+      marks += std::to_string(rec->step) + " " + num(rec->loss) + "\n";
   }
-  std::string plot = "plot 'loss.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'loss (rank 0, global batch)'";
+  std::string plot =
+      "plot 'loss.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'loss (rank 0, global "
+      "batch)'";
   std::map<std::string, std::string> data{{"loss.dat", d}};
   if (!marks.empty()) {
     data["marks.dat"] = marks;
@@ -108,18 +123,20 @@ reports::Plot time_plot(const DiagnoseReport& r) {
   for (size_t rank = 0; rank < r.run.ranks.size(); ++rank) {
     std::string d;
     for (const auto& rec : r.run.ranks[rank])
-      if (rec.timed && std::isfinite(rec.step_ms)) d += std::to_string(rec.step) + " " + num(rec.step_ms) + "\n";
+      if (rec.timed && std::isfinite(rec.step_ms))
+        d += std::to_string(rec.step) + " " + num(rec.step_ms) + "\n";
     if (d.empty()) continue;
     const std::string file = "time" + std::to_string(rank) + ".dat";
     data[file] = d;
-    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + file + "' using 1:2 with lines lw 1.5 lc rgb '" + colors[rank % 6] +
-            "' title " + reports::gnuplot_quote("rank " + std::to_string(rank));
+    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + file +
+            "' using 1:2 with lines lw 1.5 lc rgb '" + colors[rank % 6] + "' title " +
+            reports::gnuplot_quote("rank " + std::to_string(rank));
   }
   if (plot.empty()) return {"", "no timed steps recorded"};
   std::string s = "set xlabel 'step'\nset ylabel 'step time (ms)'\nset logscale y\n";
   for (const auto& dg : r.diagnoses)
-    s += "set arrow from " + std::to_string(dg.event.step) + ", graph 0 to " + std::to_string(dg.event.step) +
-         ", graph 1 nohead dt 2 lw 1.5 lc rgb '#c92a2a'\n";
+    s += "set arrow from " + std::to_string(dg.event.step) + ", graph 0 to " +
+         std::to_string(dg.event.step) + ", graph 1 nohead dt 2 lw 1.5 lc rgb '#c92a2a'\n";
   return reports::run_gnuplot(s + plot, data, "diagtime", "step time per rank with events marked");
 }
 
@@ -134,8 +151,12 @@ ul.det{margin:4px 0 8px;padding-left:20px}
 )css";
 
 std::string figure(const std::string& caption, const reports::Plot& p) {
-  std::string body = p.ok() ? p.svg : "<p class=\"unavailable\">plot unavailable: " + reports::html_escape(p.error) + "</p>";
-  return "<figure><figcaption>" + reports::html_escape(caption) + "</figcaption>" + body + "</figure>\n";
+  std::string body =
+      p.ok()
+          ? p.svg
+          : "<p class=\"unavailable\">plot unavailable: " + reports::html_escape(p.error) + "</p>";
+  return "<figure><figcaption>" + reports::html_escape(caption) + "</figcaption>" + body +
+         "</figure>\n";
 }
 
 }  // namespace
@@ -167,10 +188,15 @@ json to_json(const DiagnoseReport& r) {
   json spikes = json::array();
   for (const auto& d : r.diagnoses) {
     json causes = json::array();
-    for (const auto& c : d.causes) causes.push_back({{"cause", c.cause}, {"score", c.score}, {"evidence", c.evidence}});
+    for (const auto& c : d.causes)
+      causes.push_back({{"cause", c.cause}, {"score", c.score}, {"evidence", c.evidence}});
     json dets = json::array();
     for (const auto& x : d.event.detections)
-      dets.push_back({{"kind", x.kind}, {"step", x.step}, {"rank", x.rank}, {"value", reports::num(x.value)}, {"median", reports::num(x.median)},
+      dets.push_back({{"kind", x.kind},
+                      {"step", x.step},
+                      {"rank", x.rank},
+                      {"value", reports::num(x.value)},
+                      {"median", reports::num(x.median)},
                       {"z", std::isinf(x.z) ? json(x.z > 0 ? "inf" : "-inf") : reports::num(x.z)}});
     spikes.push_back({{"step", d.event.step},
                       {"causes", causes},
@@ -188,19 +214,28 @@ json to_json(const DiagnoseReport& r) {
               {"steps", m.empty() ? 0 : m.back().step},
               {"ranks", r.run.world()},
               {"thresholds",
-               {{"loss_window", t.loss_window}, {"loss_z", t.loss_z}, {"loss_min_rise", t.loss_min_rise}, {"time_window", t.time_window},
-                {"time_z", t.time_z}, {"time_ratio", t.time_ratio}, {"grad_window", t.grad_window}, {"grad_ratio", t.grad_ratio},
-                {"grad_z", t.grad_z}, {"merge_gap", t.merge_gap}}}};
+               {{"loss_window", t.loss_window},
+                {"loss_z", t.loss_z},
+                {"loss_min_rise", t.loss_min_rise},
+                {"time_window", t.time_window},
+                {"time_z", t.time_z},
+                {"time_ratio", t.time_ratio},
+                {"grad_window", t.grad_window},
+                {"grad_ratio", t.grad_ratio},
+                {"grad_z", t.grad_z},
+                {"merge_gap", t.merge_gap}}}};
 }
 
 std::string render_text(const DiagnoseReport& r) {
   std::ostringstream o;
-  o << "lockstep diagnose: " << header_line(r) << ": " << r.diagnoses.size() << (r.diagnoses.size() == 1 ? " event" : " events") << "\n";
+  o << "lockstep diagnose: " << header_line(r) << ": " << r.diagnoses.size()
+    << (r.diagnoses.size() == 1 ? " event" : " events") << "\n";
   if (r.diagnoses.empty()) o << "  " << no_event_text(r.thresholds) << "\n";
   for (const auto& d : r.diagnoses) {
     o << "\nstep " << d.event.step;
     if (d.event.last_step != d.event.step) o << "-" << d.event.last_step;
-    o << ": " << d.event.kinds() << (d.explained() ? "" : " (unexplained: no cause scores 0.2 or more)") << "\n";
+    o << ": " << d.event.kinds()
+      << (d.explained() ? "" : " (unexplained: no cause scores 0.2 or more)") << "\n";
     for (const auto& l : detection_lines(d.event, r.run.world())) o << "    " << l << "\n";
     int i = 0;
     for (const auto& c : d.causes) {
@@ -214,7 +249,9 @@ std::string render_text(const DiagnoseReport& r) {
 
 std::string render_markdown(const DiagnoseReport& r) {
   std::ostringstream o;
-  o << "# Loss-spike diagnosis\n\n" << header_line(r) << ": **" << r.diagnoses.size() << (r.diagnoses.size() == 1 ? " event" : " events") << "**\n";
+  o << "# Loss-spike diagnosis\n\n"
+    << header_line(r) << ": **" << r.diagnoses.size()
+    << (r.diagnoses.size() == 1 ? " event" : " events") << "**\n";
   if (r.diagnoses.empty()) o << "\n" << no_event_text(r.thresholds) << "\n";
   auto cell = [](std::string s) {
     for (size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
@@ -225,7 +262,9 @@ std::string render_markdown(const DiagnoseReport& r) {
     for (const auto& l : detection_lines(d.event, r.run.world())) o << "- " << l << "\n";
     o << "\n| # | Cause | Score | Evidence |\n|---|---|---:|---|\n";
     int i = 0;
-    for (const auto& c : d.causes) o << "| " << ++i << " | " << c.cause << " | " << fmt("%.3f", c.score) << " | " << cell(c.evidence) << " |\n";
+    for (const auto& c : d.causes)
+      o << "| " << ++i << " | " << c.cause << " | " << fmt("%.3f", c.score) << " | "
+        << cell(c.evidence) << " |\n";
   }
   return o.str();
 }
@@ -234,9 +273,12 @@ std::string render_html(const DiagnoseReport& r) {
   using reports::html_escape;
   std::ostringstream o;
   const bool events = !r.diagnoses.empty();
-  o << reports::html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name), kCss)
+  o << reports::html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name),
+                                kCss)
     << "<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
-    << (events ? std::to_string(r.diagnoses.size()) + (r.diagnoses.size() == 1 ? " event" : " events") : std::string("No events"))
+    << (events
+            ? std::to_string(r.diagnoses.size()) + (r.diagnoses.size() == 1 ? " event" : " events")
+            : std::string("No events"))
     << "</h1><p>" << html_escape(header_line(r)) << "</p></header>\n<main>\n";
   o << "<section><h2>Loss and step time</h2>\n";
   if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r.thresholds)) << ".</p>\n";
@@ -248,22 +290,30 @@ std::string render_html(const DiagnoseReport& r) {
     o << ": " << html_escape(d.event.kinds()) << "</h2>\n";
     if (!d.explained()) o << "<p class=\"muted\">Unexplained: no cause scores 0.2 or more.</p>\n";
     o << "<ul class=\"det\">";
-    for (const auto& l : detection_lines(d.event, r.run.world())) o << "<li>" << html_escape(l) << "</li>";
-    o << "</ul>\n<table><tr><th>#</th><th>Cause</th><th class=\"num\">Score</th><th>Evidence</th></tr>\n";
+    for (const auto& l : detection_lines(d.event, r.run.world()))
+      o << "<li>" << html_escape(l) << "</li>";
+    o << "</ul>\n<table><tr><th>#</th><th>Cause</th><th "
+         "class=\"num\">Score</th><th>Evidence</th></tr>\n";
     int i = 0;
     for (const auto& c : d.causes) {
       const bool top = i++ == 0;
-      o << "<tr" << (top ? " class=\"top\"" : "") << "><td>" << i << "</td><td>" << html_escape(c.cause) << "</td><td class=\"num\">"
-        << "<span class=\"bar\" style=\"width:" << static_cast<int>(std::lround(c.score * 60)) << "px\"></span>" << fmt("%.3f", c.score)
-        << "</td><td>" << html_escape(c.evidence) << "</td></tr>\n";
+      o << "<tr" << (top ? " class=\"top\"" : "") << "><td>" << i << "</td><td>"
+        << html_escape(c.cause) << "</td><td class=\"num\">"
+        << "<span class=\"bar\" style=\"width:" << static_cast<int>(std::lround(c.score * 60))
+        << "px\"></span>" << fmt("%.3f", c.score) << "</td><td>" << html_escape(c.evidence)
+        << "</td></tr>\n";
     }
     o << "</table></section>\n";
   }
-  o << "<section><details><summary>How causes are scored</summary><p class=\"muted\">Causes are checked in the standard order "
-       "data → learning rate → gradient explosion → numerics → hardware → distributed sync; each gets a score in [0, 1] from the "
-       "signals the run logged around the event, ties keep that order. \"hardware\" is a guess: the run logs no hardware counters. "
+  o << "<section><details><summary>How causes are scored</summary><p class=\"muted\">Causes are "
+       "checked in the standard order "
+       "data → learning rate → gradient explosion → numerics → hardware → distributed sync; each "
+       "gets a score in [0, 1] from the "
+       "signals the run logged around the event, ties keep that order. \"hardware\" is a guess: "
+       "the run logs no hardware counters. "
        "Thresholds and formulas: harness/diagnose/spikes.h and causes.h.</p></details></section>\n";
-  o << "</main>\n<footer>Lockstep diagnosis · " << html_escape(r.run_dir) << "</footer>\n" << reports::html_page_end();
+  o << "</main>\n<footer>Lockstep diagnosis · " << html_escape(r.run_dir) << "</footer>\n"
+    << reports::html_page_end();
   return o.str();
 }
 

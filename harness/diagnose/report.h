@@ -35,10 +35,12 @@ DiagnoseReport diagnose_records(RunRecords run, const SpikeThresholds& t = {});
 nlohmann::json to_json(const DiagnoseReport& r);
 std::string render_text(const DiagnoseReport& r);
 std::string render_markdown(const DiagnoseReport& r);
-std::string render_html(const DiagnoseReport& r);  // never fails: a plot gnuplot cannot draw says why
+std::string render_html(
+    const DiagnoseReport& r);  // never fails: a plot gnuplot cannot draw says why
 
 // Writes diagnosis.json, diagnosis.md and diagnosis.html into dir (created if needed), each
 // atomically; returns their paths.
-std::vector<std::filesystem::path> write_diagnosis(const DiagnoseReport& r, const std::filesystem::path& dir);
+std::vector<std::filesystem::path> write_diagnosis(const DiagnoseReport& r,
+                                                   const std::filesystem::path& dir);
 
 }  // namespace lockstep::diagnose

@@ -19,13 +19,16 @@ const std::vector<StepRecord>& RunRecords::main() const {
 const StepRecord* RunRecords::at(int64_t rank, int64_t step) const {
   if (rank < 0 || rank >= world()) return nullptr;
   const auto& v = ranks[static_cast<size_t>(rank)];
-  auto it = std::lower_bound(v.begin(), v.end(), step, [](const StepRecord& r, int64_t s) { return r.step < s; });
+  auto it = std::lower_bound(v.begin(), v.end(), step,
+                             [](const StepRecord& r, int64_t s) { return r.step < s; });
   return it != v.end() && it->step == step ? &*it : nullptr;
 }
 
 RunRecords read_run(const fs::path& dir) {
   const fs::path main = dir / "metrics.jsonl";
-  if (!fs::exists(main)) throw std::runtime_error(main.string() + ": no such file (is " + dir.string() + " a run folder?)");
+  if (!fs::exists(main))
+    throw std::runtime_error(main.string() + ": no such file (is " + dir.string() +
+                             " a run folder?)");
   RunRecords run;
   run.ranks.push_back(reports::read_metrics(main));
   for (int r = 1;; ++r) {
@@ -34,12 +37,14 @@ RunRecords read_run(const fs::path& dir) {
     run.ranks.push_back(reports::read_metrics(p));
   }
   for (auto& v : run.ranks)
-    std::stable_sort(v.begin(), v.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
   return run;
 }
 
 bool Event::has(const std::string& kind) const {
-  return std::any_of(detections.begin(), detections.end(), [&](const Detection& d) { return d.kind == kind; });
+  return std::any_of(detections.begin(), detections.end(),
+                     [&](const Detection& d) { return d.kind == kind; });
 }
 
 int64_t Event::loss_step() const {
@@ -88,16 +93,19 @@ std::vector<Detection> detect(const RunRecords& run, const SpikeThresholds& t) {
   for (size_t i = 0; i < main.size(); ++i) {
     const auto& r = main[i];
     if (!std::isfinite(r.loss)) {
-      out.push_back({"nonfinite", r.step, 0, r.loss, window_median(loss, i, t.loss_window), std::numeric_limits<double>::quiet_NaN()});
+      out.push_back({"nonfinite", r.step, 0, r.loss, window_median(loss, i, t.loss_window),
+                     std::numeric_limits<double>::quiet_NaN()});
       continue;
     }
     if (finite_before(loss, i) >= t.loss_min_history && lz[i] >= t.loss_z) {
       const double med = window_median(loss, i, t.loss_window);
-      if (r.loss - med >= t.loss_min_rise * std::fabs(med)) out.push_back({"loss", r.step, 0, r.loss, med, lz[i]});
+      if (r.loss - med >= t.loss_min_rise * std::fabs(med))
+        out.push_back({"loss", r.step, 0, r.loss, med, lz[i]});
     }
     if (std::isfinite(r.grad_norm) && finite_before(gn, i) >= t.loss_min_history) {
       const double med = window_median(gn, i, t.grad_window);
-      if (gz[i] >= t.grad_z && med > 0 && r.grad_norm >= t.grad_ratio * med) out.push_back({"grad_norm", r.step, 0, r.grad_norm, med, gz[i]});
+      if (gz[i] >= t.grad_z && med > 0 && r.grad_norm >= t.grad_ratio * med)
+        out.push_back({"grad_norm", r.step, 0, r.grad_norm, med, gz[i]});
     }
   }
   // Step time, per rank, over timed steps only.

@@ -35,8 +35,8 @@ struct RunRecords {
   const StepRecord* at(int64_t rank, int64_t step) const;
 };
 
-// Reads RUN_DIR/metrics.jsonl and every RUN_DIR/metrics.rank<r>.jsonl (r = 1, 2, ... while present).
-// Throws std::runtime_error naming the file when metrics.jsonl is missing or unreadable.
+// Reads RUN_DIR/metrics.jsonl and every RUN_DIR/metrics.rank<r>.jsonl (r = 1, 2, ... while
+// present). Throws std::runtime_error naming the file when metrics.jsonl is missing or unreadable.
 RunRecords read_run(const std::filesystem::path& run_dir);
 
 struct SpikeThresholds {
@@ -47,11 +47,11 @@ struct SpikeThresholds {
   size_t time_window = 50;       // previous timed steps a step time is compared with
   size_t time_min_history = 10;
   double time_z = 10.0;
-  double time_ratio = 3.0;       // step_ms / median at least this
+  double time_ratio = 3.0;  // step_ms / median at least this
   size_t grad_window = 20;
-  double grad_ratio = 30.0;      // grad_norm / median at least this
+  double grad_ratio = 30.0;  // grad_norm / median at least this
   double grad_z = 10.0;
-  int64_t merge_gap = 2;         // detections at most this many steps apart form one event
+  int64_t merge_gap = 2;  // detections at most this many steps apart form one event
 };
 
 // One step that crossed a threshold.
@@ -65,8 +65,8 @@ struct Detection {
 };
 
 struct Event {
-  int64_t step = 0;       // first detection
-  int64_t last_step = 0;  // last detection
+  int64_t step = 0;                   // first detection
+  int64_t last_step = 0;              // last detection
   std::vector<Detection> detections;  // by step, then rank
   bool has(const std::string& kind) const;
   // The first step with a loss/non-finite detection (else a grad-norm one, else `step`): the

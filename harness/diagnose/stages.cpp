@@ -20,31 +20,42 @@ std::string fmt(const char* f, double x) {
   return buf;
 }
 
-double unit_ms(const UnitCost& u) { return u.forward_ms + u.backward_ms; }
+double unit_ms(const UnitCost& u) {
+  return u.forward_ms + u.backward_ms;
+}
 
 }  // namespace
 
 LayerCosts layer_costs_from_json(const json& j, const std::string& where) {
   auto bad = [&](const std::string& why) { return std::runtime_error(where + ": " + why); };
-  if (!j.is_object() || !j.contains("units") || !j["units"].is_array()) throw bad("expected {\"steps\": N, \"units\": [...]}");
+  if (!j.is_object() || !j.contains("units") || !j["units"].is_array())
+    throw bad("expected {\"steps\": N, \"units\": [...]}");
   LayerCosts c;
   if (j.contains("steps") && j["steps"].is_number()) c.steps = j["steps"].get<int64_t>();
   size_t i = 0;
   for (const auto& u : j["units"]) {
-    if (!u.is_object() || !u.contains("name") || !u["name"].is_string()) throw bad("unit " + std::to_string(i) + " has no name");
+    if (!u.is_object() || !u.contains("name") || !u["name"].is_string())
+      throw bad("unit " + std::to_string(i) + " has no name");
     UnitCost uc;
     uc.name = u["name"].get<std::string>();
-    for (auto [key, dst] : {std::pair<const char*, double*>{"forward_ms", &uc.forward_ms}, {"backward_ms", &uc.backward_ms}}) {
-      if (!u.contains(key) || !u[key].is_number()) throw bad("unit \"" + uc.name + "\": " + key + " must be a number");
+    for (auto [key, dst] : {std::pair<const char*, double*>{"forward_ms", &uc.forward_ms},
+                            {"backward_ms", &uc.backward_ms}}) {
+      if (!u.contains(key) || !u[key].is_number())
+        throw bad("unit \"" + uc.name + "\": " + key + " must be a number");
       *dst = u[key].get<double>();
-      if (!std::isfinite(*dst) || *dst < 0) throw bad("unit \"" + uc.name + "\": " + key + " must be finite and >= 0");
+      if (!std::isfinite(*dst) || *dst < 0)
+        throw bad("unit \"" + uc.name + "\": " + key + " must be finite and >= 0");
     }
     c.units.push_back(std::move(uc));
     ++i;
   }
-  if (c.units.size() < 3) throw bad("needs embedding, at least one block and head+loss (" + std::to_string(c.units.size()) + " units)");
-  if (c.units.front().name != "embedding") throw bad("the first unit must be \"embedding\", not \"" + c.units.front().name + "\"");
-  if (c.units.back().name != "head+loss") throw bad("the last unit must be \"head+loss\", not \"" + c.units.back().name + "\"");
+  if (c.units.size() < 3)
+    throw bad("needs embedding, at least one block and head+loss (" +
+              std::to_string(c.units.size()) + " units)");
+  if (c.units.front().name != "embedding")
+    throw bad("the first unit must be \"embedding\", not \"" + c.units.front().name + "\"");
+  if (c.units.back().name != "head+loss")
+    throw bad("the last unit must be \"head+loss\", not \"" + c.units.back().name + "\"");
   return c;
 }
 
@@ -60,8 +71,9 @@ LayerCosts read_layer_costs(const std::filesystem::path& path) {
 
 std::string Stage::units() const {
   std::string s = has_embedding ? "embedding + " : "";
-  s += first_block == last_block ? "block " + std::to_string(first_block)
-                                 : "blocks " + std::to_string(first_block) + "-" + std::to_string(last_block);
+  s += first_block == last_block
+           ? "block " + std::to_string(first_block)
+           : "blocks " + std::to_string(first_block) + "-" + std::to_string(last_block);
   if (has_head) s += " + head+loss";
   return s;
 }
@@ -69,7 +81,8 @@ std::string Stage::units() const {
 static void check_args(size_t blocks, int64_t stages) {
   if (stages < 1) throw std::invalid_argument("--stages must be at least 1");
   if (static_cast<size_t>(stages) > blocks)
-    throw std::invalid_argument("cannot split " + std::to_string(blocks) + " blocks into " + std::to_string(stages) +
+    throw std::invalid_argument("cannot split " + std::to_string(blocks) + " blocks into " +
+                                std::to_string(stages) +
                                 " stages (each stage needs at least one block)");
 }
 
@@ -90,7 +103,9 @@ Split split_from_sizes(const LayerCosts& c, const std::vector<size_t>& sizes, in
     st.last_block = b + sizes[i] - 1;
     st.has_embedding = i == 0;
     st.has_head = i + 1 == sizes.size();
-    auto add = [&](const UnitCost& u) { st.forward_ms += u.forward_ms, st.backward_ms += u.backward_ms; };
+    auto add = [&](const UnitCost& u) {
+      st.forward_ms += u.forward_ms, st.backward_ms += u.backward_ms;
+    };
     if (st.has_embedding) add(c.units.front());
     for (size_t k = st.first_block; k <= st.last_block; ++k) add(c.units[k + 1]);
     if (st.has_head) add(c.units.back());
@@ -124,7 +139,9 @@ std::vector<size_t> optimal_sizes(const LayerCosts& c, int64_t stages) {
   for (size_t i = 0; i < B; ++i) pre[i + 1] = pre[i] + unit_ms(c.units[i + 1]);
   const double emb = unit_ms(c.units.front()), head = unit_ms(c.units.back());
   // cost of a stage of blocks [a, b), being stage p of P
-  auto cost = [&](size_t a, size_t b, size_t p) { return pre[b] - pre[a] + (p == 0 ? emb : 0) + (p + 1 == P ? head : 0); };
+  auto cost = [&](size_t a, size_t b, size_t p) {
+    return pre[b] - pre[a] + (p == 0 ? emb : 0) + (p + 1 == P ? head : 0);
+  };
   const double inf = std::numeric_limits<double>::infinity();
   // best[p][b]: smallest max over stages 0..p covering blocks [0, b); cut[p][b]: start of stage p
   std::vector<std::vector<double>> best(P, std::vector<double>(B + 1, inf));
@@ -161,26 +178,32 @@ std::string render_text(const StagePlan& p, const LayerCosts& c) {
   std::ostringstream o;
   double total = 0;
   for (const auto& u : c.units) total += unit_ms(u);
-  o << "lockstep stages: " << c.blocks() << " blocks into " << p.stages << " pipeline stages, " << p.microbatches
-    << " micro-batches (GPipe); measured cost " << fmt("%.2f", total) << " ms/step (forward + backward)";
+  o << "lockstep stages: " << c.blocks() << " blocks into " << p.stages << " pipeline stages, "
+    << p.microbatches << " micro-batches (GPipe); measured cost " << fmt("%.2f", total)
+    << " ms/step (forward + backward)";
   if (c.steps > 0) o << " over " << c.steps << " steps";
   std::string units;
-  for (const auto& u : c.units) units += (units.empty() ? "" : "; ") + u.name + " " + fmt("%.2f", unit_ms(u));
+  for (const auto& u : c.units)
+    units += (units.empty() ? "" : "; ") + u.name + " " + fmt("%.2f", unit_ms(u));
   o << "\n  units (ms): " << units << "\n";
-  for (auto [name, s] : {std::pair<const char*, const Split*>{"optimal", &p.optimal}, {"naive", &p.naive}}) {
-    o << "\n" << name << " split: slowest stage " << fmt("%.2f", s->max_ms) << " ms, imbalance " << fmt("%.1f", s->imbalance_pct)
-      << "%, pipeline step " << fmt("%.2f", s->step_ms) << " ms (bubble " << fmt("%.2f", s->bubble_ms) << " ms = "
-      << fmt("%.1f", 100 * s->bubble_share) << "% of the step; efficiency " << fmt("%.1f", 100 * s->efficiency) << "%)\n";
+  for (auto [name, s] :
+       {std::pair<const char*, const Split*>{"optimal", &p.optimal}, {"naive", &p.naive}}) {
+    o << "\n"
+      << name << " split: slowest stage " << fmt("%.2f", s->max_ms) << " ms, imbalance "
+      << fmt("%.1f", s->imbalance_pct) << "%, pipeline step " << fmt("%.2f", s->step_ms)
+      << " ms (bubble " << fmt("%.2f", s->bubble_ms)
+      << " ms = " << fmt("%.1f", 100 * s->bubble_share) << "% of the step; efficiency "
+      << fmt("%.1f", 100 * s->efficiency) << "%)\n";
     for (size_t i = 0; i < s->stages.size(); ++i) {
       const auto& st = s->stages[i];
       char line[200];
-      std::snprintf(line, sizeof line, "  stage %zu  %-36s fwd %8.2f  bwd %8.2f  total %8.2f ms\n", i, st.units().c_str(), st.forward_ms,
-                    st.backward_ms, st.ms());
+      std::snprintf(line, sizeof line, "  stage %zu  %-36s fwd %8.2f  bwd %8.2f  total %8.2f ms\n",
+                    i, st.units().c_str(), st.forward_ms, st.backward_ms, st.ms());
       o << line;
     }
   }
-  o << "\noptimal vs naive: pipeline step " << fmt("%.2f", p.optimal.step_ms) << " vs " << fmt("%.2f", p.naive.step_ms) << " ms ("
-    << fmt("%.2fx", p.speedup) << ")\n"
+  o << "\noptimal vs naive: pipeline step " << fmt("%.2f", p.optimal.step_ms) << " vs "
+    << fmt("%.2f", p.naive.step_ms) << " ms (" << fmt("%.2fx", p.speedup) << ")\n"
     << "bubble model: step = (m + P - 1) * slowest / m; bubble share = (P - 1) / (m + P - 1)\n";
   return o.str();
 }
@@ -198,15 +221,22 @@ json to_json(const StagePlan& p) {
                         {"forward_ms", st.forward_ms},
                         {"backward_ms", st.backward_ms},
                         {"ms", st.ms()}});
-    return json{{"stages", stages},     {"max_ms", s.max_ms},       {"mean_ms", s.mean_ms},     {"imbalance_pct", s.imbalance_pct},
-                {"step_ms", s.step_ms}, {"bubble_ms", s.bubble_ms}, {"bubble_share", s.bubble_share}, {"efficiency", s.efficiency}};
+    return json{{"stages", stages},
+                {"max_ms", s.max_ms},
+                {"mean_ms", s.mean_ms},
+                {"imbalance_pct", s.imbalance_pct},
+                {"step_ms", s.step_ms},
+                {"bubble_ms", s.bubble_ms},
+                {"bubble_share", s.bubble_share},
+                {"efficiency", s.efficiency}};
   };
   return json{{"stages", p.stages},
               {"microbatches", p.microbatches},
               {"optimal", split(p.optimal)},
               {"naive", split(p.naive)},
               {"speedup", p.speedup},
-              {"bubble_formula", "step = (m + P - 1) * max_stage / m; bubble_share = (P - 1) / (m + P - 1)"}};
+              {"bubble_formula",
+               "step = (m + P - 1) * max_stage / m; bubble_share = (P - 1) / (m + P - 1)"}};
 }
 
 }  // namespace lockstep::diagnose

@@ -2,8 +2,10 @@
 // model unit (RUN_DIR/layer_costs.json, written by the trainer's profiler), the optimal contiguous
 // split of the model into P pipeline stages against the naive equal split of blocks.
 //
-// layer_costs.json: {"steps": N, "units": [{"name": "embedding", "forward_ms": x, "backward_ms": y},
-//                    {"name": "block 0", ...}, ..., {"name": "head+loss", ...}]}  (mean ms per step)
+// layer_costs.json: {"steps": N, "units": [{"name": "embedding", "forward_ms": x, "backward_ms":
+// y},
+//                    {"name": "block 0", ...}, ..., {"name": "head+loss", ...}]}  (mean ms per
+//                    step)
 //
 // A stage is a contiguous, non-empty run of blocks; the embedding always goes with the first stage
 // and head+loss with the last (so 1 <= P <= number of blocks). A stage's time is the sum of its
@@ -13,9 +15,10 @@
 //   naive:     blocks divided as evenly as possible (the first B mod P stages get one extra).
 //   imbalance: (max / mean - 1) * 100 over the stages' times.
 //   bubble:    GPipe with m micro-batches (default 4P): every micro-batch passes every stage, the
-//              slowest stage sets the pace, so one step takes (m + P - 1) * t_max / m, where t_max is
-//              the slowest stage's time for the whole batch. The ideal (balanced, no bubble) is
-//              sum / P. bubble share = (P - 1) / (m + P - 1) of the step; efficiency = ideal / step.
+//              slowest stage sets the pace, so one step takes (m + P - 1) * t_max / m, where t_max
+//              is the slowest stage's time for the whole batch. The ideal (balanced, no bubble) is
+//              sum / P. bubble share = (P - 1) / (m + P - 1) of the step; efficiency = ideal /
+//              step.
 #pragma once
 
 #include <filesystem>
@@ -36,7 +39,8 @@ struct LayerCosts {
 // Parses layer_costs.json; throws std::runtime_error naming the file on a malformed one (fewer
 // than 3 units, first not "embedding", last not "head+loss", negative or non-numeric times).
 LayerCosts read_layer_costs(const std::filesystem::path& path);
-LayerCosts layer_costs_from_json(const nlohmann::json& j, const std::string& where = "layer_costs.json");
+LayerCosts layer_costs_from_json(const nlohmann::json& j,
+                                 const std::string& where = "layer_costs.json");
 
 struct Stage {
   size_t first_block = 0, last_block = 0;  // inclusive block indices
@@ -63,10 +67,12 @@ struct StagePlan {
 };
 
 // Throws std::invalid_argument when P < 1, P > blocks, or m < 1.
-Split split_from_sizes(const LayerCosts& c, const std::vector<size_t>& blocks_per_stage, int64_t microbatches);
+Split split_from_sizes(const LayerCosts& c, const std::vector<size_t>& blocks_per_stage,
+                       int64_t microbatches);
 std::vector<size_t> optimal_sizes(const LayerCosts& c, int64_t stages);
 std::vector<size_t> naive_sizes(size_t blocks, int64_t stages);
-StagePlan plan_stages(const LayerCosts& c, int64_t stages, int64_t microbatches = 0);  // 0 = 4 * stages
+StagePlan plan_stages(const LayerCosts& c, int64_t stages,
+                      int64_t microbatches = 0);  // 0 = 4 * stages
 
 std::string render_text(const StagePlan& p, const LayerCosts& c);
 nlohmann::json to_json(const StagePlan& p);

@@ -17,7 +17,9 @@ bool known_phase(const std::string& ph) {
   return ph.size() == 1 && kPhases.find(ph[0]) != std::string::npos;
 }
 
-bool is_id(const json& j) { return j.is_number() || j.is_string(); }
+bool is_id(const json& j) {
+  return j.is_number() || j.is_string();
+}
 
 const json* events_of(const json& doc, std::vector<std::string>& errors, const std::string& where) {
   if (doc.is_array()) return &doc;
@@ -26,7 +28,8 @@ const json* events_of(const json& doc, std::vector<std::string>& errors, const s
     errors.push_back(where + ": \"traceEvents\" is not an array");
     return nullptr;
   }
-  errors.push_back(where + ": not a trace: expected an array of events or an object with \"traceEvents\"");
+  errors.push_back(where +
+                   ": not a trace: expected an array of events or an object with \"traceEvents\"");
   return nullptr;
 }
 
@@ -41,11 +44,14 @@ std::vector<std::string> check_trace(const json& doc, const std::string& where) 
     double ts;
     size_t index;
   };
-  std::map<std::pair<std::string, std::string>, std::vector<Open>> stacks;  // (pid, tid) -> open B events
+  std::map<std::pair<std::string, std::string>, std::vector<Open>>
+      stacks;  // (pid, tid) -> open B events
   size_t i = 0;
   for (const auto& e : *events) {
-    const std::string at = where + ": event " + std::to_string(i) + (e.is_object() && e.contains("name") && e["name"].is_string()
-                                                                           ? " (\"" + e["name"].get<std::string>() + "\")" : "");
+    const std::string at = where + ": event " + std::to_string(i) +
+                           (e.is_object() && e.contains("name") && e["name"].is_string()
+                                ? " (\"" + e["name"].get<std::string>() + "\")"
+                                : "");
     auto err = [&](const std::string& what) { errors.push_back(at + ": " + what); };
     ++i;
     if (!e.is_object()) {
@@ -65,12 +71,15 @@ std::vector<std::string> check_trace(const json& doc, const std::string& where) 
     if (!meta && (!e.contains("ts") || !e["ts"].is_number())) err("missing or non-numeric \"ts\"");
     if (meta && e.contains("ts") && !e["ts"].is_number()) err("non-numeric \"ts\"");
     if (ph == "X") {
-      if (!e.contains("dur") || !e["dur"].is_number()) err("complete event (\"X\") without a numeric \"dur\"");
-      else if (e["dur"].get<double>() < 0) err("negative \"dur\" " + e["dur"].dump());
+      if (!e.contains("dur") || !e["dur"].is_number())
+        err("complete event (\"X\") without a numeric \"dur\"");
+      else if (e["dur"].get<double>() < 0)
+        err("negative \"dur\" " + e["dur"].dump());
     }
     if (ph == "B" || ph == "E") {
       const auto key = std::make_pair(e.value("pid", json()).dump(), e.value("tid", json()).dump());
-      const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+      const std::string name =
+          e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
       const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0.0;
       auto& stack = stacks[key];
       if (ph == "B") {
@@ -81,15 +90,17 @@ std::vector<std::string> check_trace(const json& doc, const std::string& where) 
         const Open b = stack.back();
         stack.pop_back();
         if (!name.empty() && name != b.name)
-          err("\"E\" named \"" + name + "\" closes \"B\" \"" + b.name + "\" (event " + std::to_string(b.index) + "): not nested");
-        if (ts < b.ts) err("\"E\" at ts " + json(ts).dump() + " before its \"B\" at ts " + json(b.ts).dump());
+          err("\"E\" named \"" + name + "\" closes \"B\" \"" + b.name + "\" (event " +
+              std::to_string(b.index) + "): not nested");
+        if (ts < b.ts)
+          err("\"E\" at ts " + json(ts).dump() + " before its \"B\" at ts " + json(b.ts).dump());
       }
     }
   }
   for (const auto& [key, stack] : stacks)
     for (const auto& b : stack)
-      errors.push_back(where + ": event " + std::to_string(b.index) + " (\"" + b.name + "\"): \"B\" never closed on pid " + key.first + " tid " +
-                       key.second);
+      errors.push_back(where + ": event " + std::to_string(b.index) + " (\"" + b.name +
+                       "\"): \"B\" never closed on pid " + key.first + " tid " + key.second);
   return errors;
 }
 
@@ -116,12 +127,14 @@ std::vector<std::string> check_trace_files(const std::vector<std::filesystem::pa
     if (pids.size() != 1) {
       std::string list;
       for (const auto& p : pids) list += (list.empty() ? "" : ", ") + p;
-      errors.push_back(where + ": " + std::to_string(pids.size()) + " pids (" + (list.empty() ? "none" : list) + "), expected exactly one per rank file");
+      errors.push_back(where + ": " + std::to_string(pids.size()) + " pids (" +
+                       (list.empty() ? "none" : list) + "), expected exactly one per rank file");
       continue;
     }
     const std::string pid = *pids.begin();
     if (auto it = owner.find(pid); it != owner.end())
-      errors.push_back(where + ": pid " + pid + " is also the pid of " + it->second + " (one pid per rank)");
+      errors.push_back(where + ": pid " + pid + " is also the pid of " + it->second +
+                       " (one pid per rank)");
     else
       owner[pid] = where;
   }

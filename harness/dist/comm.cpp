@@ -22,7 +22,8 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 }  // namespace
 
 Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device)
-    : rank_(who.rank), world_(who.world_size),
+    : rank_(who.rank),
+      world_(who.world_size),
       timeout_(static_cast<int64_t>(cfg.timeout_s * 1000.0)) {
   if (world_ == 1) return;
   c10d::TCPStoreOptions opts;
@@ -41,7 +42,8 @@ Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch
     nopts->timeout = timeout_;
     pg_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, world_, nopts);
 #else
-    throw std::runtime_error("parallel.backend = \"nccl\": this LibTorch was built without NCCL (use gloo)");
+    throw std::runtime_error(
+        "parallel.backend = \"nccl\": this LibTorch was built without NCCL (use gloo)");
 #endif
   } else {
     auto gopts = c10d::ProcessGroupGloo::Options::create(timeout_);
@@ -102,14 +104,16 @@ void Comm::fail(const char* what, const std::exception& e) {
   std::string msg = std::string(e.what());
   msg = msg.substr(0, msg.find('\n'));
   throw CommError("rank " + std::to_string(rank_) + ": collective " + what + " failed" +
-                  (lost.empty() ? std::string(" (a peer rank was lost or timed out)") : " because " + lost + " was lost") +
+                  (lost.empty() ? std::string(" (a peer rank was lost or timed out)")
+                                : " because " + lost + " was lost") +
                   ": " + msg);
 }
 
 void Comm::allreduce_sum(torch::Tensor& t, const char* what) {
   std::vector<at::Tensor> ts{t};
   // ring all-reduce: each rank sends 2 (W-1)/W of the buffer
-  const uint64_t bytes = static_cast<uint64_t>(2.0 * (world_ - 1) / world_ * static_cast<double>(t.nbytes()));
+  const uint64_t bytes =
+      static_cast<uint64_t>(2.0 * (world_ - 1) / world_ * static_cast<double>(t.nbytes()));
   run(what, bytes, [&] { return pg_->allreduce(ts); });
 }
 
@@ -120,7 +124,8 @@ void Comm::reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const c
   }
   const int64_t S = shard.numel();
   if (!native_rs_) {
-    const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ * static_cast<double>(full.nbytes()));
+    const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ *
+                                                 static_cast<double>(full.nbytes()));
     for (int owner = 0; owner < world_; ++owner) {
       std::vector<at::Tensor> part{full.narrow(0, owner * S, S)};
       c10d::ReduceOptions opts;
@@ -132,7 +137,8 @@ void Comm::reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const c
   }
   std::vector<at::Tensor> outs{shard};
   std::vector<std::vector<at::Tensor>> ins{std::vector<at::Tensor>(full.split(S))};
-  const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ * static_cast<double>(full.nbytes()));
+  const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ *
+                                               static_cast<double>(full.nbytes()));
   run(what, bytes, [&] { return pg_->reduce_scatter(outs, ins); });
 }
 
@@ -144,7 +150,8 @@ void Comm::allgather(torch::Tensor& shard, torch::Tensor& full, const char* what
   const int64_t S = shard.numel();
   std::vector<std::vector<at::Tensor>> outs{std::vector<at::Tensor>(full.split(S))};
   std::vector<at::Tensor> ins{shard};
-  const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ * static_cast<double>(full.nbytes()));
+  const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(world_ - 1) / world_ *
+                                               static_cast<double>(full.nbytes()));
   run(what, bytes, [&] { return pg_->allgather(outs, ins); });
 }
 

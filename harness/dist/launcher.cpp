@@ -22,7 +22,9 @@ namespace lockstep::dist {
 namespace {
 
 volatile sig_atomic_t g_forward_signal = 0;
-void on_signal(int sig) { g_forward_signal = sig; }
+void on_signal(int sig) {
+  g_forward_signal = sig;
+}
 
 struct Child {
   pid_t pid = -1;
@@ -37,7 +39,8 @@ std::vector<std::string> rank_env(int rank, int world, int port) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
-    for (const char* k : {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=", "LOCKSTEP_AGENT_STORE="})
+    for (const char* k : {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=",
+                          "MASTER_ADDR=", "MASTER_PORT=", "LOCKSTEP_AGENT_STORE="})
       if (kv.rfind(k, 0) == 0) kv.clear();
     if (!kv.empty()) env.push_back(kv);
   }
@@ -120,8 +123,10 @@ int launch(const LaunchSpec& spec) {
         pfds.push_back(pollfd{kids[static_cast<size_t>(r)].out_fd, POLLIN, 0});
         which.push_back(r);
       }
-    if (!pfds.empty()) ::poll(pfds.data(), pfds.size(), 100);
-    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!pfds.empty())
+      ::poll(pfds.data(), pfds.size(), 100);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     for (size_t i = 0; i < pfds.size(); ++i) {
       if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Child& c = kids[static_cast<size_t>(which[i])];
@@ -153,7 +158,8 @@ int launch(const LaunchSpec& spec) {
         c.how = "exit code " + std::to_string(c.code);
       } else {
         c.code = 3;
-        c.how = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+        c.how = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                ::strsignal(WTERMSIG(status)) + ")";
       }
       if (c.code != 0) {
         if (!first_failure) first_failure = Clock::now();
@@ -172,7 +178,8 @@ int launch(const LaunchSpec& spec) {
       for (int r = 0; r < spec.nproc; ++r) {
         Child& c = kids[static_cast<size_t>(r)];
         if (!c.running) continue;
-        std::cout << "[launcher] rank " << r << " still running " << spec.grace_s << " s after a failure: killing it" << std::endl;
+        std::cout << "[launcher] rank " << r << " still running " << spec.grace_s
+                  << " s after a failure: killing it" << std::endl;
         ::kill(-c.pid, SIGKILL);
         ::kill(c.pid, SIGKILL);
       }
@@ -182,7 +189,8 @@ int launch(const LaunchSpec& spec) {
     Child& c = kids[static_cast<size_t>(r)];
     char buf[4096];
     ssize_t n;
-    while (c.out_fd >= 0 && (n = ::read(c.out_fd, buf, sizeof buf)) > 0) c.pending.append(buf, static_cast<size_t>(n));
+    while (c.out_fd >= 0 && (n = ::read(c.out_fd, buf, sizeof buf)) > 0)
+      c.pending.append(buf, static_cast<size_t>(n));
     if (c.out_fd >= 0) ::close(c.out_fd);
     flush_lines(c, r, true);
   }

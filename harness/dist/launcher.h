@@ -15,7 +15,7 @@ struct LaunchSpec {
   std::string exe;                // this binary
   std::vector<std::string> args;  // argv[1..] for every rank
   int nproc = 1;
-  double grace_s = 90;            // after the first rank fails, how long the others may take
+  double grace_s = 90;  // after the first rank fails, how long the others may take
 };
 
 int launch(const LaunchSpec& spec);

@@ -12,7 +12,8 @@ std::optional<int> int_var(const std::function<const char*(const char*)>& env, c
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
   if (*end != '\0' || x < 0 || x > 1000000)
-    throw std::runtime_error(std::string("environment ") + name + "=\"" + v + "\": expected a non-negative integer");
+    throw std::runtime_error(std::string("environment ") + name + "=\"" + v +
+                             "\": expected a non-negative integer");
   return static_cast<int>(x);
 }
 
@@ -33,11 +34,11 @@ RankInfo rank_info_from_env(const std::function<const char*(const char*)>& env) 
     auto world = int_var(env, s.world);
     if (!rank && !world) continue;
     if (!rank || !world)
-      throw std::runtime_error(std::string("environment: ") + (rank ? s.world : s.rank) + " is missing (" +
-                               (rank ? s.rank : s.world) + " is set)");
+      throw std::runtime_error(std::string("environment: ") + (rank ? s.world : s.rank) +
+                               " is missing (" + (rank ? s.rank : s.world) + " is set)");
     if (*world < 1 || *rank >= *world)
-      throw std::runtime_error(std::string("environment: ") + s.rank + "=" + std::to_string(*rank) + " is not below " +
-                               s.world + "=" + std::to_string(*world));
+      throw std::runtime_error(std::string("environment: ") + s.rank + "=" + std::to_string(*rank) +
+                               " is not below " + s.world + "=" + std::to_string(*world));
     r.rank = *rank;
     r.world_size = *world;
     r.local_rank = int_var(env, s.local).value_or(*rank);
@@ -46,7 +47,8 @@ RankInfo rank_info_from_env(const std::function<const char*(const char*)>& env) 
   }
   if (const char* a = env("MASTER_ADDR"); a && *a) r.master_addr = a;
   if (auto p = int_var(env, "MASTER_PORT")) {
-    if (*p < 1 || *p > 65535) throw std::runtime_error("environment MASTER_PORT: not a port number");
+    if (*p < 1 || *p > 65535)
+      throw std::runtime_error("environment MASTER_PORT: not a port number");
     r.master_port = *p;
   }
   auto truthy = [&](const char* name) {

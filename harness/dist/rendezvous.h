@@ -15,13 +15,13 @@ struct RankInfo {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  bool agent_store = false;  // the launcher hosts the TCPStore (all ranks connect as clients)
+  bool agent_store = false;        // the launcher hosts the TCPStore (all ranks connect as clients)
   std::string source = "default";  // "torchrun", "slurm", "openmpi" or "default"
 };
 
 // Reads the environment through `getenv` (injectable for tests). Precedence: RANK/WORLD_SIZE,
-// then SLURM_PROCID/SLURM_NTASKS, then OMPI_COMM_WORLD_RANK/SIZE; MASTER_ADDR/MASTER_PORT apply to all.
-// Throws std::runtime_error on malformed or inconsistent values (naming the variable).
+// then SLURM_PROCID/SLURM_NTASKS, then OMPI_COMM_WORLD_RANK/SIZE; MASTER_ADDR/MASTER_PORT apply to
+// all. Throws std::runtime_error on malformed or inconsistent values (naming the variable).
 RankInfo rank_info_from_env(const std::function<const char*(const char*)>& getenv_fn);
 RankInfo rank_info_from_env();
 

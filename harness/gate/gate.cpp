@@ -10,8 +10,8 @@ namespace {
 
 std::string fmt_delta(const compare::Delta& d, const char* unit) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g: %s", d.point, unit, d.ci_lo, d.ci_hi, d.p_value,
-                d.wording.c_str());
+  std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g: %s", d.point, unit,
+                d.ci_lo, d.ci_hi, d.p_value, d.wording.c_str());
   return buf;
 }
 
@@ -21,7 +21,9 @@ void apply(compare::CompareResult& r) {
   using compare::Check;
   const Policy& p = r.policy;
   r.checks.clear();
-  const std::string inconclusive = r.too_few_repeats ? " (inconclusive: only " + std::to_string(r.repeats) + " repeats per arm)" : "";
+  const std::string inconclusive =
+      r.too_few_repeats ? " (inconclusive: only " + std::to_string(r.repeats) + " repeats per arm)"
+                        : "";
 
   const bool runs_ok = r.baseline.status == "ok" && r.variant.status == "ok";
   {
@@ -31,12 +33,15 @@ void apply(compare::CompareResult& r) {
   }
   if (r.determinism.checked) {
     r.checks.push_back(Check{"baseline deterministic", r.determinism.baseline_ok,
-                             r.determinism.baseline_ok ? "repeats reproduce the full run bit for bit"
-                                                       : "not trustworthy: " + r.determinism.detail});
+                             r.determinism.baseline_ok
+                                 ? "repeats reproduce the full run bit for bit"
+                                 : "not trustworthy: " + r.determinism.detail});
     r.checks.push_back(Check{"variant deterministic", r.determinism.variant_ok,
-                             r.determinism.variant_ok ? "repeats reproduce the full run bit for bit" : r.determinism.detail});
+                             r.determinism.variant_ok ? "repeats reproduce the full run bit for bit"
+                                                      : r.determinism.detail});
   }
-  if (runs_ok) r.checks.push_back(Check{"loss alignment", r.alignment.aligned, r.alignment.explanation});
+  if (runs_ok)
+    r.checks.push_back(Check{"loss alignment", r.alignment.aligned, r.alignment.explanation});
 
   const bool timed = r.mode == "ab" && runs_ok && r.repeats > 0;
   if (timed) {
@@ -44,18 +49,21 @@ void apply(compare::CompareResult& r) {
     const bool slow = t.significant && t.ci_hi < -p.max_slowdown_pct;
     r.checks.push_back(Check{"throughput", !slow,
                              "tokens/s " + fmt_delta(t, "%") +
-                                 (slow ? "; slower than the allowed " : "; allowed slowdown ") + std::to_string(p.max_slowdown_pct).substr(0, 5) +
-                                 "%" + inconclusive});
+                                 (slow ? "; slower than the allowed " : "; allowed slowdown ") +
+                                 std::to_string(p.max_slowdown_pct).substr(0, 5) + "%" +
+                                 inconclusive});
     const auto& l = r.delta.p99_ms_pct;
     const bool worse = l.significant && l.ci_lo > p.max_p99_regression_pct;
-    r.checks.push_back(Check{"p99 latency", !worse,
-                             "P99 step time " + fmt_delta(l, "%") +
-                                 (worse ? "; regression beyond the allowed " : "; allowed regression ") +
-                                 std::to_string(p.max_p99_regression_pct).substr(0, 5) + "%" + inconclusive});
+    r.checks.push_back(
+        Check{"p99 latency", !worse,
+              "P99 step time " + fmt_delta(l, "%") +
+                  (worse ? "; regression beyond the allowed " : "; allowed regression ") +
+                  std::to_string(p.max_p99_regression_pct).substr(0, 5) + "%" + inconclusive});
     if (p.min_speedup_pct) {
       const bool ok = t.significant && t.point > 0 && t.point >= *p.min_speedup_pct;
       r.checks.push_back(Check{"min speedup", ok,
-                               "required a significant speed-up of at least " + std::to_string(*p.min_speedup_pct).substr(0, 5) +
+                               "required a significant speed-up of at least " +
+                                   std::to_string(*p.min_speedup_pct).substr(0, 5) +
                                    "%; measured " + fmt_delta(t, "%")});
     }
   }
@@ -63,9 +71,10 @@ void apply(compare::CompareResult& r) {
     const bool known = r.delta.memory_pct.has_value();
     const double saving = known ? -*r.delta.memory_pct : NAN;
     char buf[200];
-    std::snprintf(buf, sizeof buf, "peak memory per rank %s by %.1f%% (required saving: %.1f%%)", saving >= 0 ? "fell" : "rose",
-                  std::fabs(saving), *p.min_memory_saving_pct);
-    r.checks.push_back(Check{"memory saving", known && saving >= *p.min_memory_saving_pct, known ? buf : "peak memory unknown"});
+    std::snprintf(buf, sizeof buf, "peak memory per rank %s by %.1f%% (required saving: %.1f%%)",
+                  saving >= 0 ? "fell" : "rose", std::fabs(saving), *p.min_memory_saving_pct);
+    r.checks.push_back(Check{"memory saving", known && saving >= *p.min_memory_saving_pct,
+                             known ? buf : "peak memory unknown"});
   }
   {
     std::vector<double> vals{r.alignment.baseline_loss, r.alignment.variant_loss};
@@ -77,7 +86,9 @@ void apply(compare::CompareResult& r) {
     }
     bool finite = runs_ok;
     for (double v : vals) finite = finite && std::isfinite(v);
-    r.checks.push_back(Check{"finite values", finite, finite ? "every reported value is finite" : "a reported value is NaN or infinite"});
+    r.checks.push_back(
+        Check{"finite values", finite,
+              finite ? "every reported value is finite" : "a reported value is NaN or infinite"});
   }
 
   bool all = true;

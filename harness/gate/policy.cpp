@@ -12,17 +12,34 @@ const config::SectionSchema& gate_schema() {
       "gate",
       "The comparison's pass/fail policy (harness/gate).",
       {
-          KeySpec::Float("tolerance", 5e-4, "max |loss delta| at check_step").range(0, 1e9).kind(Knob::None),
-          KeySpec::Int("check_step", 0, "step whose loss must agree (0 = last)").range(0, 1e12).kind(Knob::None),
-          KeySpec::Int("seeds", 2, "extra baseline seeds for the seed band (approximate knobs)").range(1, 100).kind(Knob::None),
+          KeySpec::Float("tolerance", 5e-4, "max |loss delta| at check_step")
+              .range(0, 1e9)
+              .kind(Knob::None),
+          KeySpec::Int("check_step", 0, "step whose loss must agree (0 = last)")
+              .range(0, 1e12)
+              .kind(Knob::None),
+          KeySpec::Int("seeds", 2, "extra baseline seeds for the seed band (approximate knobs)")
+              .range(1, 100)
+              .kind(Knob::None),
           KeySpec::Int("repeats", 5, "timing repeats per arm").range(1, 1000).kind(Knob::None),
           KeySpec::Int("timing_steps", 30, "timed steps per repeat").range(1, 1e9).kind(Knob::None),
           KeySpec::Float("alpha", 0.05, "significance level").range(1e-6, 0.5).kind(Knob::None),
           KeySpec::Int("bootstrap", 2000, "bootstrap resamples").range(100, 1e7).kind(Knob::None),
-          KeySpec::Float("max_p99_regression_pct", 0.0, "P99 step latency may not regress significantly by more").range(0, 1e6).kind(Knob::None),
-          KeySpec::Float("max_slowdown_pct", 0.0, "tokens/s may not regress significantly by more").range(0, 100).kind(Knob::None),
-          KeySpec::Float("min_speedup_pct", std::nullopt, "tokens/s must improve significantly by at least this").range(-100, 1e6).kind(Knob::None),
-          KeySpec::Float("min_memory_saving_pct", std::nullopt, "peak memory per rank must fall by at least this").range(-1e6, 100).kind(Knob::None),
+          KeySpec::Float("max_p99_regression_pct", 0.0,
+                         "P99 step latency may not regress significantly by more")
+              .range(0, 1e6)
+              .kind(Knob::None),
+          KeySpec::Float("max_slowdown_pct", 0.0, "tokens/s may not regress significantly by more")
+              .range(0, 100)
+              .kind(Knob::None),
+          KeySpec::Float("min_speedup_pct", std::nullopt,
+                         "tokens/s must improve significantly by at least this")
+              .range(-100, 1e6)
+              .kind(Knob::None),
+          KeySpec::Float("min_memory_saving_pct", std::nullopt,
+                         "peak memory per rank must fall by at least this")
+              .range(-1e6, 100)
+              .kind(Knob::None),
       },
       nullptr,
   };
@@ -41,19 +58,24 @@ Policy Policy::from(const config::Config& c) {
   p.max_p99_regression_pct = c.number("gate.max_p99_regression_pct");
   p.max_slowdown_pct = c.number("gate.max_slowdown_pct");
   if (c.has_value("gate.min_speedup_pct")) p.min_speedup_pct = c.number("gate.min_speedup_pct");
-  if (c.has_value("gate.min_memory_saving_pct")) p.min_memory_saving_pct = c.number("gate.min_memory_saving_pct");
+  if (c.has_value("gate.min_memory_saving_pct"))
+    p.min_memory_saving_pct = c.number("gate.min_memory_saving_pct");
   return p;
 }
 
 std::string Policy::describe() const {
   std::ostringstream o;
-  o << "loss at check step within " << tolerance << " (exact knobs) or inside the seed band (approximate knobs)\n"
+  o << "loss at check step within " << tolerance
+    << " (exact knobs) or inside the seed band (approximate knobs)\n"
     << "P99 step latency: no significant regression beyond " << max_p99_regression_pct << "%\n"
     << "tokens/s: no significant slowdown beyond " << max_slowdown_pct << "%\n";
-  if (min_speedup_pct) o << "tokens/s: significant speed-up of at least " << *min_speedup_pct << "%\n";
-  if (min_memory_saving_pct) o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
+  if (min_speedup_pct)
+    o << "tokens/s: significant speed-up of at least " << *min_speedup_pct << "%\n";
+  if (min_memory_saving_pct)
+    o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
   o << "every reported value finite\n"
-    << "significance: alpha " << alpha << ", " << repeats << " repeats per arm, 95% bootstrap CIs (" << bootstrap << " resamples)";
+    << "significance: alpha " << alpha << ", " << repeats << " repeats per arm, 95% bootstrap CIs ("
+    << bootstrap << " resamples)";
   return o.str();
 }
 

@@ -10,13 +10,13 @@
 namespace lockstep::gate {
 
 struct Policy {
-  double tolerance = 5e-4;        // |loss_b - loss_v| at check_step: "equal to three decimals"
-  int64_t check_step = 0;         // 0 = the last step
-  int64_t seeds = 2;              // extra baseline seeds for the band (approximate knobs)
-  int64_t repeats = 5;            // timing repeats per arm (interleaved A B B A ...)
-  int64_t timing_steps = 30;      // timed steps per repeat (after run.warmup_steps)
-  double alpha = 0.05;            // significance level (Mann-Whitney U, two-sided)
-  int64_t bootstrap = 2000;       // bootstrap resamples for the confidence intervals
+  double tolerance = 5e-4;    // |loss_b - loss_v| at check_step: "equal to three decimals"
+  int64_t check_step = 0;     // 0 = the last step
+  int64_t seeds = 2;          // extra baseline seeds for the band (approximate knobs)
+  int64_t repeats = 5;        // timing repeats per arm (interleaved A B B A ...)
+  int64_t timing_steps = 30;  // timed steps per repeat (after run.warmup_steps)
+  double alpha = 0.05;        // significance level (Mann-Whitney U, two-sided)
+  int64_t bootstrap = 2000;   // bootstrap resamples for the confidence intervals
   double max_p99_regression_pct = 0;
   double max_slowdown_pct = 0;
   std::optional<double> min_speedup_pct;

@@ -17,7 +17,9 @@ std::string g(double x) {
 
 }  // namespace
 
-double amdahl_speedup(double p, double n) { return 1.0 / ((1.0 - p) + p / n); }
+double amdahl_speedup(double p, double n) {
+  return 1.0 / ((1.0 - p) + p / n);
+}
 
 double AmdahlFit::predict(double n) const {
   if (!ok || !(n > 0)) return NAN;
@@ -45,15 +47,17 @@ AmdahlFit fit_amdahl(const std::vector<SpeedupPoint>& points) {
       ++dropped;
   }
   if (dropped > 0)
-    f.notes.push_back(std::to_string(dropped) + " point(s) without a finite positive speed-up left out of the fit");
+    f.notes.push_back(std::to_string(dropped) +
+                      " point(s) without a finite positive speed-up left out of the fit");
   std::set<double> sizes;
   for (const auto& pt : use) sizes.insert(pt.n);
   f.points = static_cast<int>(use.size());
   f.sizes = static_cast<int>(sizes.size());
   if (sizes.size() < 2) {
-    f.notes.push_back(sizes.empty() ? "no fit: no measured point"
-                                    : "no fit: only N=" + g(*sizes.begin()) +
-                                          " measured; Amdahl's P needs speed-ups at two or more rank counts");
+    f.notes.push_back(sizes.empty()
+                          ? "no fit: no measured point"
+                          : "no fit: only N=" + g(*sizes.begin()) +
+                                " measured; Amdahl's P needs speed-ups at two or more rank counts");
     return f;
   }
   f.ref_n = *sizes.begin();
@@ -75,8 +79,10 @@ AmdahlFit fit_amdahl(const std::vector<SpeedupPoint>& points) {
   if (t1 > 0) {
     f.p_raw = f.b / t1;
   } else {
-    f.p_raw = f.b > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-    f.notes.push_back("the fitted one-rank step time is not positive (a + b = " + g(t1) + "): the points do not follow Amdahl's law");
+    f.p_raw = f.b > 0 ? std::numeric_limits<double>::infinity()
+                      : -std::numeric_limits<double>::infinity();
+    f.notes.push_back("the fitted one-rank step time is not positive (a + b = " + g(t1) +
+                      "): the points do not follow Amdahl's law");
   }
   f.p = std::clamp(f.p_raw, 0.0, 1.0);
   f.clamped = f.p != f.p_raw;
@@ -84,13 +90,16 @@ AmdahlFit fit_amdahl(const std::vector<SpeedupPoint>& points) {
   f.slowdown = f.p_raw < 0;
   if (f.superlinear)
     f.notes.push_back("superlinear speed-up: fitted P = " + g(f.p_raw) +
-                      " > 1, clamped to 1 (more than N times faster on N ranks; suspect caching or shared-core effects)");
+                      " > 1, clamped to 1 (more than N times faster on N ranks; suspect caching or "
+                      "shared-core effects)");
   if (f.slowdown)
-    f.notes.push_back("slowdown: fitted P = " + g(f.p_raw) + " < 0, clamped to 0 (more ranks were slower)");
+    f.notes.push_back("slowdown: fitted P = " + g(f.p_raw) +
+                      " < 0, clamped to 0 (more ranks were slower)");
 
   // Goodness of fit: R^2 on 1/s (only meaningful with 3+ sizes), residuals on s with the clamped P.
   double max_rel = 0;
-  for (const auto& pt : use) max_rel = std::max(max_rel, std::abs(f.predict(pt.n) - pt.speedup) / pt.speedup);
+  for (const auto& pt : use)
+    max_rel = std::max(max_rel, std::abs(f.predict(pt.n) - pt.speedup) / pt.speedup);
   f.max_rel_residual = max_rel;
   if (sizes.size() >= 3) {
     const Eigen::VectorXd res = y - A * ab;
@@ -101,11 +110,14 @@ AmdahlFit fit_amdahl(const std::vector<SpeedupPoint>& points) {
     const bool bad_res = max_rel > kPoorResidual;
     f.poor = bad_r2 || bad_res;
     if (f.poor)
-      f.notes.push_back("poor fit: R^2 = " + g(f.r2) + ", largest speed-up residual " + g(100 * max_rel) +
-                        "%: the measurements do not follow Amdahl's law closely; treat the predictions as rough");
+      f.notes.push_back(
+          "poor fit: R^2 = " + g(f.r2) + ", largest speed-up residual " + g(100 * max_rel) +
+          "%: the measurements do not follow Amdahl's law closely; treat the predictions as rough");
   } else {
     if (f.clamped && max_rel > kPoorResidual) f.poor = true;
-    f.notes.push_back("two rank counts determine the curve exactly: no goodness of fit (measure three or more to check the model)");
+    f.notes.push_back(
+        "two rank counts determine the curve exactly: no goodness of fit (measure three or more to "
+        "check the model)");
   }
   return f;
 }

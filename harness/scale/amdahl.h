@@ -31,19 +31,20 @@ struct SpeedupPoint {
 };
 
 struct AmdahlFit {
-  bool ok = false;        // a fit exists (>= 2 distinct sizes with a finite, positive speed-up)
-  double p = NAN;         // the parallel fraction, clamped to [0, 1]
-  double p_raw = NAN;     // as fitted, before clamping
-  bool clamped = false;   // p != p_raw
+  bool ok = false;           // a fit exists (>= 2 distinct sizes with a finite, positive speed-up)
+  double p = NAN;            // the parallel fraction, clamped to [0, 1]
+  double p_raw = NAN;        // as fitted, before clamping
+  bool clamped = false;      // p != p_raw
   bool superlinear = false;  // p_raw > 1: faster than linear somewhere
   bool slowdown = false;     // p_raw < 0: more ranks were slower
-  bool poor = false;      // R^2 < kPoorR2 or a fitted speed-up off by more than kPoorResidual
-  double a = NAN, b = NAN;  // 1/s(N) = a + b/N (normalised step time)
-  double r2 = NAN;        // coefficient of determination of the linear fit on 1/s; NaN for 2 sizes
-  double max_rel_residual = NAN;  // max |s_fit(N) - s(N)| / s(N) over the points, with the clamped P
-  double ref_n = 1;       // the reference size of the speed-ups
-  int points = 0;         // points used
-  int sizes = 0;          // distinct n among them
+  bool poor = false;         // R^2 < kPoorR2 or a fitted speed-up off by more than kPoorResidual
+  double a = NAN, b = NAN;   // 1/s(N) = a + b/N (normalised step time)
+  double r2 = NAN;  // coefficient of determination of the linear fit on 1/s; NaN for 2 sizes
+  double max_rel_residual =
+      NAN;           // max |s_fit(N) - s(N)| / s(N) over the points, with the clamped P
+  double ref_n = 1;  // the reference size of the speed-ups
+  int points = 0;    // points used
+  int sizes = 0;     // distinct n among them
   std::vector<std::string> notes;  // why there is no fit, why it is poor, what was clamped
 
   // Predicted speed-up at n ranks relative to ref_n (what the measured speed-ups are relative to).

@@ -65,11 +65,14 @@ RunOutcome run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, co
   fs::remove_all(dir);  // a previous series' summary.json must never stand in for this run's
   fs::create_directories(dir);
   // --no-history: the points are parts of this series, not runs to track on their own.
-  std::vector<std::string> argv{util::self_exe(), "run", req.config, "--nproc", std::to_string(j.n)};
+  std::vector<std::string> argv{util::self_exe(), "run", req.config, "--nproc",
+                                std::to_string(j.n)};
   for (const auto& s : req.sets) argv.push_back("--set"), argv.push_back(s);
   argv.push_back("--set"), argv.push_back("parallel.world_size=" + std::to_string(j.n));
-  if (j.set_batch) argv.push_back("--set"), argv.push_back("data.batch_size=" + std::to_string(j.batch));
-  argv.insert(argv.end(), {"--stop-after", std::to_string(stop_after), "--out", dir.string(), "--quiet", "--no-history"});
+  if (j.set_batch)
+    argv.push_back("--set"), argv.push_back("data.batch_size=" + std::to_string(j.batch));
+  argv.insert(argv.end(), {"--stop-after", std::to_string(stop_after), "--out", dir.string(),
+                           "--quiet", "--no-history"});
 
   const fs::path log = dir / "lockstep.log";
   util::ExitStatus st;
@@ -86,7 +89,8 @@ RunOutcome run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, co
       o.summary = reports::read_summary(summary);
       status = o.summary.status;
       failure = o.summary.failure;
-      if (o.summary.failed_step) failure = "at step " + std::to_string(o.summary.failed_step) + ": " + failure;
+      if (o.summary.failed_step)
+        failure = "at step " + std::to_string(o.summary.failed_step) + ": " + failure;
     } catch (const std::exception& e) {
       status = "unreadable summary";
       failure = e.what();
@@ -99,7 +103,8 @@ RunOutcome run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, co
     status = st.code == kExitUsage ? "config error" : "crashed";
     failure = st.describe() + ": " + util::last_nonempty_line(log);
   }
-  if (status == "ok" && !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
+  if (status == "ok" &&
+      !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
     status = "no throughput";
     failure = "no timed step recorded (timed steps: " + std::to_string(o.summary.timed_steps) + ")";
   }
@@ -115,7 +120,8 @@ double share_of(const RunSummary& s, const std::string& phase) {
 
 }  // namespace
 
-std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs, int64_t base_batch) {
+std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs,
+                                    int64_t base_batch) {
   std::vector<int> ns = nprocs;
   std::sort(ns.begin(), ns.end());
   std::vector<ScalePoint> out;
@@ -126,8 +132,10 @@ std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<i
     p.global_batch = mode == "weak" ? base_batch * n : base_batch;
     if (n <= 0 || p.global_batch % n != 0) {
       p.status = "skipped";
-      p.note = "data.batch_size = " + std::to_string(p.global_batch) + " (global) is not divisible by " + std::to_string(n) +
-               " ranks; the batch is never changed silently, so N=" + std::to_string(n) + " is skipped";
+      p.note = "data.batch_size = " + std::to_string(p.global_batch) +
+               " (global) is not divisible by " + std::to_string(n) +
+               " ranks; the batch is never changed silently, so N=" + std::to_string(n) +
+               " is skipped";
     } else {
       p.micro_batch = p.global_batch / n;
     }
@@ -137,7 +145,8 @@ std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<i
 }
 
 void finish_series(ScaleSeries& s) {
-  std::sort(s.points.begin(), s.points.end(), [](const ScalePoint& a, const ScalePoint& b) { return a.n < b.n; });
+  std::sort(s.points.begin(), s.points.end(),
+            [](const ScalePoint& a, const ScalePoint& b) { return a.n < b.n; });
   const ScalePoint* ref = nullptr;
   for (auto& p : s.points) {
     if (!p.measured()) continue;
@@ -167,16 +176,21 @@ std::string micro_batch_warning(const ScaleSeries& s) {
   if (planned.back()->micro_batch >= planned.front()->micro_batch) return "";
   std::string sizes;
   for (size_t i = 0; i < planned.size(); ++i)
-    sizes += (i ? ", " : "") + std::to_string(planned[i]->micro_batch) + (i ? "" : " sequences") + " at N=" + std::to_string(planned[i]->n);
-  return "the per-rank micro-batch shrinks with scale (" + s.mode + " scaling keeps the global batch at " +
-         std::to_string(planned.front()->global_batch) + "): " + sizes +
-         " per rank. Each rank gets less work per step, so the devices starve (memory-bound kernels, fixed "
-         "per-step overheads and communication dominate). Scale the global batch with the ranks (weak scaling, "
+    sizes += (i ? ", " : "") + std::to_string(planned[i]->micro_batch) + (i ? "" : " sequences") +
+             " at N=" + std::to_string(planned[i]->n);
+  return "the per-rank micro-batch shrinks with scale (" + s.mode +
+         " scaling keeps the global batch at " + std::to_string(planned.front()->global_batch) +
+         "): " + sizes +
+         " per rank. Each rank gets less work per step, so the devices starve (memory-bound "
+         "kernels, fixed "
+         "per-step overheads and communication dominate). Scale the global batch with the ranks "
+         "(weak scaling, "
          "--mode weak) to keep per-rank work constant";
 }
 
 bool shares_cores(long host_cores, int max_n, int64_t threads_per_rank, const std::string& device) {
-  return device == "cpu" && host_cores > 0 && static_cast<int64_t>(max_n) * threads_per_rank > host_cores;
+  return device == "cpu" && host_cores > 0 &&
+         static_cast<int64_t>(max_n) * threads_per_rank > host_cores;
 }
 
 const ScaleSeries* ScaleResult::find(const std::string& m) const {
@@ -200,29 +214,35 @@ void finish_result(ScaleResult& r) {
   }
   r.shares_cores = shares_cores(r.host_cores, max_n, r.threads_per_rank, r.device);
   if (r.shares_cores)
-    r.warnings.push_back("the ranks share this host's cores: " + std::to_string(max_n) + " ranks x " +
-                         std::to_string(r.threads_per_rank) + " thread(s) = " +
-                         std::to_string(static_cast<int64_t>(max_n) * r.threads_per_rank) + " threads on " +
-                         std::to_string(r.host_cores) +
-                         " cores, so the figures measure the harness's scaling on this box, not a cluster's");
+    r.warnings.push_back(
+        "the ranks share this host's cores: " + std::to_string(max_n) + " ranks x " +
+        std::to_string(r.threads_per_rank) +
+        " thread(s) = " + std::to_string(static_cast<int64_t>(max_n) * r.threads_per_rank) +
+        " threads on " + std::to_string(r.host_cores) +
+        " cores, so the figures measure the harness's scaling on this box, not a cluster's");
   if (std::isfinite(r.load_average) && r.load_average >= kBusyLoad)
-    r.warnings.push_back("the host was busy when the series started (1-minute load average " + fmt(r.load_average, 2) + " on " +
-                         std::to_string(r.host_cores) + " cores): other work competes for the cores and the timings are noisy");
+    r.warnings.push_back("the host was busy when the series started (1-minute load average " +
+                         fmt(r.load_average, 2) + " on " + std::to_string(r.host_cores) +
+                         " cores): other work competes for the cores and the timings are noisy");
   for (const auto& s : r.series) {
     if (s.fit.superlinear || s.fit.slowdown || s.fit.poor)
       for (const auto& n : s.fit.notes)
         if (n.rfind("two rank counts", 0) != 0) r.warnings.push_back(s.mode + " Amdahl fit: " + n);
   }
 
-  r.notes.push_back("all ranks run on this one host and exchange gradients over loopback (c10d): communication is "
-                    "cheaper than across a network and compute shares the host's " + std::to_string(r.host_cores) +
-                    " cores, so these figures describe this box, not a cluster");
+  r.notes.push_back(
+      "all ranks run on this one host and exchange gradients over loopback (c10d): communication "
+      "is "
+      "cheaper than across a network and compute shares the host's " +
+      std::to_string(r.host_cores) + " cores, so these figures describe this box, not a cluster");
   for (const auto& s : r.series) {
     for (const auto& p : s.points) {
-      if (p.status == "skipped") r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " skipped: " + p.note);
+      if (p.status == "skipped")
+        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " skipped: " + p.note);
       if (!p.shared_with.empty())
-        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " is the same run as " + p.shared_with + " N=" +
-                          std::to_string(p.n) + " (global batch " + std::to_string(p.global_batch) + "): measured once, shared");
+        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " is the same run as " +
+                          p.shared_with + " N=" + std::to_string(p.n) + " (global batch " +
+                          std::to_string(p.global_batch) + "): measured once, shared");
     }
     int first_planned = 0;
     for (const auto& p : s.points)
@@ -231,8 +251,9 @@ void finish_result(ScaleResult& r) {
         break;
       }
     if (s.ref_n && first_planned && s.ref_n != first_planned)
-      r.notes.push_back(s.mode + ": N=" + std::to_string(first_planned) + " has no measurement, so speed-ups are relative to N=" +
-                        std::to_string(s.ref_n));
+      r.notes.push_back(
+          s.mode + ": N=" + std::to_string(first_planned) +
+          " has no measurement, so speed-ups are relative to N=" + std::to_string(s.ref_n));
     if (!s.fit.ok)
       for (const auto& n : s.fit.notes) r.notes.push_back(s.mode + " Amdahl fit: " + n);
   }
@@ -240,11 +261,15 @@ void finish_result(ScaleResult& r) {
   for (const auto& s : r.series)
     if (s.fit.ok && s.fit.sizes == 2) exact += (exact.empty() ? "" : " and ") + s.mode;
   if (!exact.empty())
-    r.notes.push_back("the " + exact + " Amdahl fit" + (exact.find(" and ") != std::string::npos ? "s use" : " uses") +
-                      " two rank counts, which determine the curve exactly: no goodness of fit (measure three or more to check the model)");
+    r.notes.push_back("the " + exact + " Amdahl fit" +
+                      (exact.find(" and ") != std::string::npos ? "s use" : " uses") +
+                      " two rank counts, which determine the curve exactly: no goodness of fit "
+                      "(measure three or more to check the model)");
   if (const auto* h = r.headline(); h && h->mode == "weak" && h->fit.ok)
-    r.notes.push_back("only weak scaling was measured: its P is an effective parallel fraction (weak scaling follows "
-                      "Gustafson's law; Amdahl's law describes a fixed global batch)");
+    r.notes.push_back(
+        "only weak scaling was measured: its P is an effective parallel fraction (weak scaling "
+        "follows "
+        "Gustafson's law; Amdahl's law describes a fixed global batch)");
   r.exit_code = r.failures.empty() ? kExitPass : kExitRunFailed;
 }
 
@@ -257,8 +282,10 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   std::vector<int> ns = req.nprocs;
   std::sort(ns.begin(), ns.end());
   for (size_t i = 0; i < ns.size(); ++i) {
-    if (ns[i] < 1) throw UsageError("--nproc: rank counts must be positive (got " + std::to_string(ns[i]) + ")");
-    if (i && ns[i] == ns[i - 1]) throw UsageError("--nproc: " + std::to_string(ns[i]) + " is listed twice");
+    if (ns[i] < 1)
+      throw UsageError("--nproc: rank counts must be positive (got " + std::to_string(ns[i]) + ")");
+    if (i && ns[i] == ns[i - 1])
+      throw UsageError("--nproc: " + std::to_string(ns[i]) + " is listed twice");
   }
   if (req.mode != "strong" && req.mode != "weak" && req.mode != "both")
     throw UsageError("--mode: strong, weak or both (got '" + req.mode + "')");
@@ -288,15 +315,20 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   if (r.stop_after > steps) {
     const int64_t timed = steps - r.warmup_steps - r.profile_window;
     if (timed < 1)
-      throw UsageError(req.config + ": run.steps = " + std::to_string(steps) + " leaves no timed step after run.warmup_steps = " +
-                       std::to_string(r.warmup_steps) + " and profile.window = " + std::to_string(r.profile_window));
-    r.notes.push_back("--steps-timed " + std::to_string(r.steps_timed) + " does not fit in run.steps = " + std::to_string(steps) +
-                      ": each run times " + std::to_string(timed) + " steps (raise run.steps with --set run.steps=N for more)");
+      throw UsageError(
+          req.config + ": run.steps = " + std::to_string(steps) +
+          " leaves no timed step after run.warmup_steps = " + std::to_string(r.warmup_steps) +
+          " and profile.window = " + std::to_string(r.profile_window));
+    r.notes.push_back("--steps-timed " + std::to_string(r.steps_timed) +
+                      " does not fit in run.steps = " + std::to_string(steps) +
+                      ": each run times " + std::to_string(timed) +
+                      " steps (raise run.steps with --set run.steps=N for more)");
     r.stop_after = steps;
     r.steps_timed = timed;
   }
 
-  std::vector<std::string> modes = req.mode == "both" ? std::vector<std::string>{"strong", "weak"} : std::vector<std::string>{req.mode};
+  std::vector<std::string> modes = req.mode == "both" ? std::vector<std::string>{"strong", "weak"}
+                                                      : std::vector<std::string>{req.mode};
   std::vector<Job> jobs;
   std::map<std::pair<int, int64_t>, size_t> job_of;
   std::map<std::pair<std::string, int>, size_t> point_job;
@@ -336,7 +368,8 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   if (jobs.empty()) {
     std::string why;
     for (const auto& s : r.series)
-      for (const auto& p : s.points) why += "\n  " + s.mode + " N=" + std::to_string(p.n) + ": " + p.note;
+      for (const auto& p : s.points)
+        why += "\n  " + s.mode + " N=" + std::to_string(p.n) + ": " + p.note;
     throw UsageError("no rank count can run:" + why);
   }
 
@@ -347,7 +380,8 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   for (int64_t rep = 0; rep < req.repeats; ++rep) {
     std::vector<int> order = ns;
     std::vector<std::string> morder = modes;
-    if (rep % 2 == 1) std::reverse(order.begin(), order.end()), std::reverse(morder.begin(), morder.end());
+    if (rep % 2 == 1)
+      std::reverse(order.begin(), order.end()), std::reverse(morder.begin(), morder.end());
     std::set<size_t> ran;
     for (int n : order) {
       for (const auto& m : morder) {
@@ -359,20 +393,23 @@ ScaleResult run_scaling(const ScaleRequest& req) {
         if (j.failed) continue;
         const fs::path dir = out / j.label / ("repeat-" + std::to_string(rep + 1));
         const int64_t micro = j.batch / j.n;
-        log("run " + std::to_string(done) + "/" + std::to_string(total) + ": " + j.label + " (global batch " + std::to_string(j.batch) +
-            ", " + std::to_string(micro) + " per rank), repeat " + std::to_string(rep + 1) + "/" + std::to_string(req.repeats));
+        log("run " + std::to_string(done) + "/" + std::to_string(total) + ": " + j.label +
+            " (global batch " + std::to_string(j.batch) + ", " + std::to_string(micro) +
+            " per rank), repeat " + std::to_string(rep + 1) + "/" + std::to_string(req.repeats));
         auto o = run_one(req, j, r.stop_after, dir);
         j.dirs.push_back(dir.string());
         if (!o.ok) {
           j.failed = true;
           j.failure = o.failure;
-          r.failures.push_back(j.label + " (N=" + std::to_string(j.n) + ", global batch " + std::to_string(j.batch) + ") repeat " +
-                               std::to_string(rep + 1) + " in " + dir.string() + ": " + o.failure);
+          r.failures.push_back(j.label + " (N=" + std::to_string(j.n) + ", global batch " +
+                               std::to_string(j.batch) + ") repeat " + std::to_string(rep + 1) +
+                               " in " + dir.string() + ": " + o.failure);
           log("  failed: " + o.failure);
           continue;
         }
         if (r.env.empty()) r.env = o.summary.env;
-        log("  " + fmt(o.summary.tokens_per_sec, 1) + " tokens/s, comm " + fmt(100 * share_of(o.summary, "comm"), 1) + "% of the step");
+        log("  " + fmt(o.summary.tokens_per_sec, 1) + " tokens/s, comm " +
+            fmt(100 * share_of(o.summary, "comm"), 1) + "% of the step");
         j.summaries.push_back(o.summary);
       }
     }

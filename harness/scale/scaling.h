@@ -30,8 +30,8 @@ namespace lockstep::scale {
 struct ScalePoint {
   std::string mode;  // "strong" | "weak"
   int n = 0;
-  int64_t global_batch = 0;  // data.batch_size of the run
-  int64_t micro_batch = 0;   // per rank: global_batch / n (0 when skipped for divisibility)
+  int64_t global_batch = 0;   // data.batch_size of the run
+  int64_t micro_batch = 0;    // per rank: global_batch / n (0 when skipped for divisibility)
   std::string status = "ok";  // "ok" | "skipped" | "failed"
   std::string note;           // why skipped / the failure, one line
   std::string shared_with;    // "strong" when this weak point reuses the strong run of the same N
@@ -51,12 +51,13 @@ struct ScalePoint {
 struct ScaleSeries {
   std::string mode;
   std::vector<ScalePoint> points;  // in ascending n
-  int ref_n = 0;                   // the smallest measured n (speed-ups are relative to it); 0 if none
+  int ref_n = 0;  // the smallest measured n (speed-ups are relative to it); 0 if none
   AmdahlFit fit;
 };
 
 // The points of a series before anything runs: batch sizes, micro-batches, divisibility skips.
-std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs, int64_t base_batch);
+std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs,
+                                    int64_t base_batch);
 
 // Medians, speed-ups, efficiencies and the Amdahl fit from the points' repeats.
 void finish_series(ScaleSeries& s);
@@ -81,14 +82,14 @@ struct ScaleResult {
   int64_t base_batch = 0;  // the config's data.batch_size
   int64_t threads_per_rank = 1;
   std::string device;
-  long host_cores = 0;         // cores this process may run on
-  double load_average = NAN;   // 1-minute load average when the series started
-  bool shares_cores = false;   // ranks x threads > cores at the largest N
+  long host_cores = 0;              // cores this process may run on
+  double load_average = NAN;        // 1-minute load average when the series started
+  bool shares_cores = false;        // ranks x threads > cores at the largest N
   std::vector<ScaleSeries> series;  // "strong" then "weak"
   std::vector<double> predict_at{8, 64};
   std::vector<std::string> warnings;  // starvation, shared cores, busy host, poor fits
-  std::vector<std::string> notes;     // skipped sizes, shared runs, clamped windows, one-host caveat
-  std::vector<std::string> failures;  // "strong N=2 repeat 1 (DIR): status: reason"
+  std::vector<std::string> notes;  // skipped sizes, shared runs, clamped windows, one-host caveat
+  std::vector<std::string> failures;       // "strong N=2 repeat 1 (DIR): status: reason"
   std::map<std::string, std::string> env;  // from the first successful run
   double wall_seconds = 0;
   int exit_code = 0;  // 0 all runs succeeded, 3 some run failed

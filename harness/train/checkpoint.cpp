@@ -19,8 +19,8 @@ std::string step_dir_name(int64_t step) {
 }
 }  // namespace
 
-void save_checkpoint(const fs::path& root, int64_t step, const CheckpointState& st, variants::Sharding& sharding,
-                     dist::Comm& comm, int64_t keep) {
+void save_checkpoint(const fs::path& root, int64_t step, const CheckpointState& st,
+                     variants::Sharding& sharding, dist::Comm& comm, int64_t keep) {
   const fs::path final_dir = root / step_dir_name(step);
   fs::path partial = final_dir;
   partial += ".partial";
@@ -44,7 +44,8 @@ void save_checkpoint(const fs::path& root, int64_t step, const CheckpointState& 
     util::write_atomic(root / "latest", final_dir.filename().string() + "\n");
     std::vector<fs::path> done;
     for (const auto& e : fs::directory_iterator(root))
-      if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0 && e.path().extension() != ".partial")
+      if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0 &&
+          e.path().extension() != ".partial")
         done.push_back(e.path());
     std::sort(done.begin(), done.end());
     for (size_t i = 0; i + static_cast<size_t>(keep) < done.size(); ++i) fs::remove_all(done[i]);
@@ -60,10 +61,12 @@ fs::path latest_checkpoint(const fs::path& root) {
   return root / name;
 }
 
-CheckpointState load_checkpoint(const fs::path& dir_in, variants::Sharding& sharding, int /*rank*/) {
+CheckpointState load_checkpoint(const fs::path& dir_in, variants::Sharding& sharding,
+                                int /*rank*/) {
   fs::path dir = dir_in;
   if (fs::exists(dir / "latest")) dir = latest_checkpoint(dir);
-  if (!fs::exists(dir / "trainer.json")) throw std::runtime_error(dir.string() + ": not a checkpoint (no trainer.json)");
+  if (!fs::exists(dir / "trainer.json"))
+    throw std::runtime_error(dir.string() + ": not a checkpoint (no trainer.json)");
   auto j = nlohmann::json::parse(util::read_file(dir / "trainer.json"));
   CheckpointState st;
   st.step = j.at("step").get<int64_t>();

@@ -21,7 +21,8 @@ struct CheckpointState {
 void save_checkpoint(const std::filesystem::path& root, int64_t step, const CheckpointState& st,
                      variants::Sharding& sharding, dist::Comm& comm, int64_t keep);
 // `dir` is a step-N folder, or a checkpoints root (its `latest` is used).
-CheckpointState load_checkpoint(const std::filesystem::path& dir, variants::Sharding& sharding, int rank);
+CheckpointState load_checkpoint(const std::filesystem::path& dir, variants::Sharding& sharding,
+                                int rank);
 // The folder `latest` points to under `root`; empty when there is none.
 std::filesystem::path latest_checkpoint(const std::filesystem::path& root);
 

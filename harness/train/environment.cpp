@@ -33,7 +33,8 @@ std::string blas_in_use() {
     if (path.find("openblas") != std::string::npos) return "OpenBLAS (" + path + ")";
     if (path.find("libblis") != std::string::npos) return "BLIS (" + path + ")";
     if (path.find("libmkl") != std::string::npos) return "MKL (" + path + ")";
-    if (path.find("/blas/libblas") != std::string::npos) return "reference BLAS (slow: install libopenblas0-openmp) (" + path + ")";
+    if (path.find("/blas/libblas") != std::string::npos)
+      return "reference BLAS (slow: install libopenblas0-openmp) (" + path + ")";
   }
   return "unknown";
 }
@@ -48,7 +49,8 @@ std::string cpu_model() {
 
 }  // namespace
 
-std::map<std::string, std::string> describe_environment(const std::string& device, int64_t threads, int world) {
+std::map<std::string, std::string> describe_environment(const std::string& device, int64_t threads,
+                                                        int world) {
   std::map<std::string, std::string> env;
   env["libtorch"] = compat::torch_version();
   env["device"] = device;
@@ -63,7 +65,8 @@ std::map<std::string, std::string> describe_environment(const std::string& devic
   env["git_commit"] = commit ? commit : first_line_of("git rev-parse HEAD 2>/dev/null");
   if (env["git_commit"].empty()) env["git_commit"] = "unknown";
   const char* branch = std::getenv("LOCKSTEP_GIT_BRANCH");
-  env["git_branch"] = branch ? branch : first_line_of("git rev-parse --abbrev-ref HEAD 2>/dev/null");
+  env["git_branch"] =
+      branch ? branch : first_line_of("git rev-parse --abbrev-ref HEAD 2>/dev/null");
   return env;
 }
 

@@ -10,17 +10,38 @@ const config::SectionSchema& faults_schema() {
       "faults",
       "Injected faults, for tests and demos (all off by default).",
       {
-          KeySpec::Int("stall_every", 0, "sleep stall_ms in one step of every N").range(0, 1e9).kind(Knob::Fault),
+          KeySpec::Int("stall_every", 0, "sleep stall_ms in one step of every N")
+              .range(0, 1e9)
+              .kind(Knob::Fault),
           KeySpec::Int("stall_ms", 200, "length of one stall").range(0, 1e9).kind(Knob::Fault),
-          KeySpec::Float("slowdown_pct", 0.0, "uniform extra time per step, % of the step").range(0, 1e6).kind(Knob::Fault),
-          KeySpec::Int("nonfinite_at", 0, "the loss becomes NaN at this step").range(0, 1e12).kind(Knob::Fault),
-          KeySpec::Int("corrupt_batch_at", 0, "a degenerate batch (one repeated token) at this step").range(0, 1e12).kind(Knob::Fault),
-          KeySpec::Int("lr_spike_at", 0, "the learning rate jumps 30x at this step").range(0, 1e12).kind(Knob::Fault),
-          KeySpec::Int("grad_blowup_at", 0, "gradients scaled by 1e4 before clipping at this step").range(0, 1e12).kind(Knob::Fault),
-          KeySpec::Int("stall_rank", -1, "rank that stalls at stall_at").range(-1, 1e6).kind(Knob::Fault),
-          KeySpec::Int("stall_at", 0, "step at which stall_rank sleeps stall_ms").range(0, 1e12).kind(Knob::Fault),
-          KeySpec::Int("kill_rank", -1, "rank that SIGKILLs itself at kill_at").range(-1, 1e6).kind(Knob::Fault),
-          KeySpec::Int("kill_at", 0, "step at which kill_rank dies").range(0, 1e12).kind(Knob::Fault),
+          KeySpec::Float("slowdown_pct", 0.0, "uniform extra time per step, % of the step")
+              .range(0, 1e6)
+              .kind(Knob::Fault),
+          KeySpec::Int("nonfinite_at", 0, "the loss becomes NaN at this step")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
+          KeySpec::Int("corrupt_batch_at", 0,
+                       "a degenerate batch (one repeated token) at this step")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
+          KeySpec::Int("lr_spike_at", 0, "the learning rate jumps 30x at this step")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
+          KeySpec::Int("grad_blowup_at", 0, "gradients scaled by 1e4 before clipping at this step")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
+          KeySpec::Int("stall_rank", -1, "rank that stalls at stall_at")
+              .range(-1, 1e6)
+              .kind(Knob::Fault),
+          KeySpec::Int("stall_at", 0, "step at which stall_rank sleeps stall_ms")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
+          KeySpec::Int("kill_rank", -1, "rank that SIGKILLs itself at kill_at")
+              .range(-1, 1e6)
+              .kind(Knob::Fault),
+          KeySpec::Int("kill_at", 0, "step at which kill_rank dies")
+              .range(0, 1e12)
+              .kind(Knob::Fault),
       },
       nullptr,
   };
@@ -28,8 +49,8 @@ const config::SectionSchema& faults_schema() {
 }
 
 bool FaultConfig::any() const {
-  return stall_every || slowdown_pct > 0 || nonfinite_at || corrupt_batch_at || lr_spike_at || grad_blowup_at ||
-         (stall_rank >= 0 && stall_at) || (kill_rank >= 0 && kill_at);
+  return stall_every || slowdown_pct > 0 || nonfinite_at || corrupt_batch_at || lr_spike_at ||
+         grad_blowup_at || (stall_rank >= 0 && stall_at) || (kill_rank >= 0 && kill_at);
 }
 
 FaultConfig FaultConfig::from(const config::Config& c) {
@@ -53,7 +74,9 @@ const config::SectionSchema& checkpoint_schema() {
       "checkpoint",
       "Checkpoints for resume: model, optimizer (sharded per rank), RNG and data cursor.",
       {
-          KeySpec::Int("every", 0, "steps between checkpoints (0 = off)").range(0, 1e12).kind(Knob::None),
+          KeySpec::Int("every", 0, "steps between checkpoints (0 = off)")
+              .range(0, 1e12)
+              .kind(Knob::None),
           KeySpec::Int("keep", 1, "completed checkpoints kept").range(1, 1000).kind(Knob::None),
       },
       nullptr,

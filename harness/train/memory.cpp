@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 
 #if defined(LOCKSTEP_WITH_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -70,7 +70,8 @@ void install_memory_tracking() {
 int64_t current_tensor_bytes(const torch::Device& device) {
 #if defined(LOCKSTEP_WITH_CUDA)
   if (device.is_cuda()) {
-    auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    auto s =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
     return s.allocated_bytes[0].current;
   }
 #endif
@@ -81,7 +82,8 @@ int64_t current_tensor_bytes(const torch::Device& device) {
 int64_t peak_tensor_bytes(const torch::Device& device) {
 #if defined(LOCKSTEP_WITH_CUDA)
   if (device.is_cuda()) {
-    auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    auto s =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
     return s.allocated_bytes[0].peak;
   }
 #endif

@@ -8,7 +8,9 @@ namespace {
 
 void finalize(config::Config& c) {
   if (c.number("optim.min_lr") > c.number("optim.lr"))
-    c.fail(c.is_set("optim.min_lr") || !c.is_set("optim.lr") ? "optim.min_lr" : "optim.lr",  // the key the user wrote
+    c.fail(c.is_set("optim.min_lr") || !c.is_set("optim.lr")
+               ? "optim.min_lr"
+               : "optim.lr",  // the key the user wrote
            "min_lr must not exceed lr");
 }
 
@@ -23,7 +25,8 @@ const config::SectionSchema& optim_schema() {
           KeySpec::Float("lr", 3e-3, "peak learning rate").range(0, 10),
           KeySpec::Float("min_lr", 3e-4, "learning rate at the last step").range(0, 10),
           KeySpec::Int("warmup", 20, "linear LR warmup steps").range(0, 100000000),
-          KeySpec::Float("weight_decay", 0.1, "decoupled weight decay (matrices only)").range(0, 10),
+          KeySpec::Float("weight_decay", 0.1, "decoupled weight decay (matrices only)")
+              .range(0, 10),
           KeySpec::Float("beta1", 0.9, "AdamW beta1").range(0, 0.999999),
           KeySpec::Float("beta2", 0.95, "AdamW beta2").range(0, 0.999999),
           KeySpec::Float("eps", 1e-8, "AdamW epsilon").range(0, 1),
@@ -35,9 +38,11 @@ const config::SectionSchema& optim_schema() {
 }
 
 double OptimConfig::lr_at(int64_t step, int64_t total) const {
-  if (warmup > 0 && step <= warmup) return lr * static_cast<double>(step) / static_cast<double>(warmup);
+  if (warmup > 0 && step <= warmup)
+    return lr * static_cast<double>(step) / static_cast<double>(warmup);
   if (total <= warmup) return lr;
-  const double progress = std::clamp(static_cast<double>(step - warmup) / static_cast<double>(total - warmup), 0.0, 1.0);
+  const double progress = std::clamp(
+      static_cast<double>(step - warmup) / static_cast<double>(total - warmup), 0.0, 1.0);
   return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
 }
 

@@ -66,7 +66,8 @@ namespace lockstep::train {
 
 std::vector<PhaseTimer::Span> PhaseTimer::host_spans() const {
   std::vector<Span> out;
-  for (size_t i = 0; i < phases_.size() && i + 1 < host_marks_.size(); ++i) out.push_back(Span{phases_[i], host_marks_[i], host_marks_[i + 1]});
+  for (size_t i = 0; i < phases_.size() && i + 1 < host_marks_.size(); ++i)
+    out.push_back(Span{phases_[i], host_marks_[i], host_marks_[i + 1]});
   return out;
 }
 

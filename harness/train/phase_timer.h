@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/compat/torch_compat.h"
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include "harness/compat/torch_compat.h"
 
 namespace lockstep::train {
 

@@ -38,13 +38,17 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   a.total_ns += total;
   a.self_ns += total - f.child_ns;
   if (t_trace)
-    t_trace->add(TraceEvent{fn.name(), "op", 'X', std::chrono::duration<double, std::micro>(f.start - t_epoch).count(), total / 1000.0, 0});
+    t_trace->add(TraceEvent{fn.name(), "op", 'X',
+                            std::chrono::duration<double, std::micro>(f.start - t_epoch).count(),
+                            total / 1000.0, 0});
 }
 
 }  // namespace
 
 OpProfiler::OpProfiler() = default;
-OpProfiler::~OpProfiler() { stop(); }
+OpProfiler::~OpProfiler() {
+  stop();
+}
 
 void OpProfiler::start(TraceLog* trace, Clock::time_point epoch) {
   if (active_) return;
@@ -54,7 +58,8 @@ void OpProfiler::start(TraceLog* trace, Clock::time_point epoch) {
   t_acc = &acc_;
   t_trace = trace;
   t_epoch = epoch;
-  handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_enter, &on_exit).needsInputs(false));
+  handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&on_enter, &on_exit).needsInputs(false));
   active_ = true;
 }
 
@@ -71,8 +76,10 @@ std::vector<OpStat> OpProfiler::top(int64_t steps, size_t n) const {
   std::vector<OpStat> out;
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
   for (const auto& [name, a] : acc_)
-    out.push_back(OpStat{name, static_cast<double>(a.calls) * per, a.self_ns / 1e6 * per, a.total_ns / 1e6 * per});
-  std::sort(out.begin(), out.end(), [](const OpStat& x, const OpStat& y) { return x.self_ms > y.self_ms; });
+    out.push_back(OpStat{name, static_cast<double>(a.calls) * per, a.self_ns / 1e6 * per,
+                         a.total_ns / 1e6 * per});
+  std::sort(out.begin(), out.end(),
+            [](const OpStat& x, const OpStat& y) { return x.self_ms > y.self_ms; });
   // Lockstep's own scopes (e.g. lockstep::attention) have little self time but are the totals a
   // comparison needs: always keep them.
   std::vector<OpStat> kept;
@@ -82,14 +89,18 @@ std::vector<OpStat> OpProfiler::top(int64_t steps, size_t n) const {
 }
 
 LayerTimer::LayerTimer(int n_blocks)
-    : n_blocks_(n_blocks), grad_ready_(static_cast<size_t>(n_blocks) + 1),
-      fwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0), bwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0) {}
+    : n_blocks_(n_blocks),
+      grad_ready_(static_cast<size_t>(n_blocks) + 1),
+      fwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0),
+      bwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0) {}
 
 double LayerTimer::ms_since(Clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-void LayerTimer::forward_begin() { fwd_t0_ = last_fwd_mark_ = Clock::now(); }
+void LayerTimer::forward_begin() {
+  fwd_t0_ = last_fwd_mark_ = Clock::now();
+}
 
 void LayerTimer::after_embedding(torch::Tensor& x) {
   fwd_ms_[0] += ms_since(last_fwd_mark_);
@@ -101,26 +112,37 @@ void LayerTimer::after_forward(int unit, torch::Tensor& out) {
   if (unit == 0) return;  // the head is timed with the loss, up to forward_end()
   fwd_ms_[static_cast<size_t>(unit)] += ms_since(last_fwd_mark_);
   last_fwd_mark_ = Clock::now();
-  if (out.requires_grad()) out.register_hook([this, unit](torch::Tensor) { grad_ready_[static_cast<size_t>(unit)] = Clock::now(); });
+  if (out.requires_grad())
+    out.register_hook(
+        [this, unit](torch::Tensor) { grad_ready_[static_cast<size_t>(unit)] = Clock::now(); });
 }
 
-void LayerTimer::forward_end() { fwd_ms_[static_cast<size_t>(n_blocks_) + 1] += ms_since(last_fwd_mark_); }
+void LayerTimer::forward_end() {
+  fwd_ms_[static_cast<size_t>(n_blocks_) + 1] += ms_since(last_fwd_mark_);
+}
 
-void LayerTimer::backward_begin() { bwd_t0_ = Clock::now(); }
+void LayerTimer::backward_begin() {
+  bwd_t0_ = Clock::now();
+}
 
 void LayerTimer::backward_end() {
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
   const size_t L = static_cast<size_t>(n_blocks_);
-  bwd_ms_[L + 1] += ms(bwd_t0_, grad_ready_[L]);                 // head + loss: until the last block's output grad
-  for (size_t i = L; i >= 1; --i) bwd_ms_[i] += ms(grad_ready_[i], grad_ready_[i - 1]);  // block i-1
-  bwd_ms_[0] += ms(grad_ready_[0], Clock::now());                // embedding
+  bwd_ms_[L + 1] += ms(bwd_t0_, grad_ready_[L]);  // head + loss: until the last block's output grad
+  for (size_t i = L; i >= 1; --i)
+    bwd_ms_[i] += ms(grad_ready_[i], grad_ready_[i - 1]);  // block i-1
+  bwd_ms_[0] += ms(grad_ready_[0], Clock::now());          // embedding
 }
 
 std::vector<UnitCost> LayerTimer::costs() const {
   std::vector<UnitCost> out;
   const double per = steps_ > 0 ? 1.0 / static_cast<double>(steps_) : 0.0;
   for (size_t i = 0; i < fwd_ms_.size(); ++i) {
-    std::string name = i == 0 ? "embedding" : i == fwd_ms_.size() - 1 ? "head+loss" : "block " + std::to_string(i - 1);
+    std::string name = i == 0                    ? "embedding"
+                       : i == fwd_ms_.size() - 1 ? "head+loss"
+                                                 : "block " + std::to_string(i - 1);
     out.push_back(UnitCost{name, fwd_ms_[i] * per, bwd_ms_[i] * per});
   }
   return out;

@@ -12,13 +12,14 @@ namespace lockstep {
 
 // Phase names, in step order. "other" is the step time no phase accounts for.
 inline const std::vector<std::string>& phase_names() {
-  static const std::vector<std::string> names{"data", "forward", "backward", "comm", "optimizer", "other"};
+  static const std::vector<std::string> names{"data", "forward",   "backward",
+                                              "comm", "optimizer", "other"};
   return names;
 }
 
 struct StepRecord {
-  int64_t step = 0;  // 1-based
-  double loss = 0;   // mean over the global batch (NaN when non-finite)
+  int64_t step = 0;      // 1-based
+  double loss = 0;       // mean over the global batch (NaN when non-finite)
   double grad_norm = 0;  // global L2 norm before clipping (after fp16 unscaling)
   double lr = 0;
   int64_t tokens = 0;  // tokens processed by all ranks in this step
@@ -26,17 +27,18 @@ struct StepRecord {
   std::map<std::string, double> phase_ms;  // keys: phase_names()
   bool timed = false;                      // false for warmup steps
   // numerics
-  double loss_scale = 1;     // fp16 dynamic loss scale (1 otherwise)
-  bool overflow = false;     // fp16: non-finite gradients, update skipped
-  bool skipped = false;      // update skipped (overflow, or an outlier under the mitigation)
+  double loss_scale = 1;         // fp16 dynamic loss scale (1 otherwise)
+  bool overflow = false;         // fp16: non-finite gradients, update skipped
+  bool skipped = false;          // update skipped (overflow, or an outlier under the mitigation)
   bool skipped_outlier = false;  // ... by [stability] skip_outlier_z
-  int64_t nonfinite_grads = 0;  // count of non-finite gradient elements seen this step
+  int64_t nonfinite_grads = 0;   // count of non-finite gradient elements seen this step
   std::vector<double> unit_grad_norms;  // per unit: 0 = embeddings/head, 1..L = blocks
   // data (this rank's first micro-batch)
   double batch_entropy = 0;
   double batch_repeat_share = 0;
   uint64_t batch_hash = 0;
-  // distribution: each rank logs its own file (rank 0: metrics.jsonl, rank r: metrics.rank<r>.jsonl)
+  // distribution: each rank logs its own file (rank 0: metrics.jsonl, rank r:
+  // metrics.rank<r>.jsonl)
   int64_t rank = 0;
   double local_loss = 0;    // this rank's share of the batch (diagnoses cross-rank disagreement)
   uint64_t comm_bytes = 0;  // bytes this rank sent through collectives
@@ -72,7 +74,7 @@ struct RunSummary {
   std::string status = "ok";  // "ok" | "nonfinite" | "failed" | "hang" | "lost_rank"
   std::string failure;        // one line, when status != ok
   int64_t failed_step = 0;
-  int64_t steps = 0;          // completed steps
+  int64_t steps = 0;  // completed steps
   int64_t timed_steps = 0;
   double final_loss = 0;
   std::optional<double> loss_floor;  // achievable loss (synthetic data)
@@ -85,16 +87,17 @@ struct RunSummary {
   Percentiles step_ms;
   std::map<std::string, double> phase_share;  // phase -> share of the timed step time (0..1)
   std::map<std::string, double> phase_ms_mean;
-  std::string bound;  // "compute" | "input" | "communication"
-  int64_t peak_memory_bytes = 0;   // peak tensor bytes from the allocator
-  int64_t peak_rss_bytes = 0;      // process high-water mark
+  std::string bound;              // "compute" | "input" | "communication"
+  int64_t peak_memory_bytes = 0;  // peak tensor bytes from the allocator
+  int64_t peak_rss_bytes = 0;     // process high-water mark
   MemoryAccounting memory;
   double comm_bytes_per_step = 0;
   int64_t overflow_skips = 0;
   std::vector<OpStat> top_ops;  // by self time, from the profiled window
   int64_t profiled_steps = 0;
   // environment
-  std::map<std::string, std::string> env;  // libtorch, device, threads, blas, git_commit, host, world_size, ...
+  std::map<std::string, std::string>
+      env;  // libtorch, device, threads, blas, git_commit, host, world_size, ...
 };
 
 }  // namespace lockstep

@@ -19,7 +19,8 @@ double robust_z(const std::deque<double>& hist, double x) {
 
 bool OutlierWindow::is_outlier(double loss, double grad_norm, double z) {
   bool outlier = !std::isfinite(loss) || !std::isfinite(grad_norm);
-  if (!outlier && losses_.size() >= 10) outlier = robust_z(losses_, loss) > z || robust_z(norms_, grad_norm) > z;
+  if (!outlier && losses_.size() >= 10)
+    outlier = robust_z(losses_, loss) > z || robust_z(norms_, grad_norm) > z;
   if (!outlier) {
     losses_.push_back(loss);
     norms_.push_back(grad_norm);

@@ -7,9 +7,10 @@
 namespace lockstep::train {
 
 struct StabilityConfig {
-  double skip_outlier_z = 0;  // skip the update when loss or grad norm is this robust-z above the window (0 = off)
+  double skip_outlier_z =
+      0;  // skip the update when loss or grad norm is this robust-z above the window (0 = off)
   int64_t outlier_window = 50;
-  double z_loss = 0;          // PaLM z-loss coefficient on log(sum(exp(logits)))^2 (0 = off)
+  double z_loss = 0;  // PaLM z-loss coefficient on log(sum(exp(logits)))^2 (0 = off)
 
   static StabilityConfig from(const config::Config& cfg);
 };

@@ -31,11 +31,14 @@ namespace fs = std::filesystem;
 namespace {
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void sleep_ms(double ms) {
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
+  if (ms > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
 }
 
 }  // namespace
@@ -74,14 +77,16 @@ struct Trainer::Impl {
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
     auto buf = torch::empty({B, L}, torch::kInt64);  // (B, T+1)
     int64_t* p = buf.data_ptr<int64_t>();
-    for (int64_t row = 0; row < B; ++row) source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
+    for (int64_t row = 0; row < B; ++row)
+      source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
     if (faults.corrupt_batch_at == step) buf.fill_(p[0]);  // a degenerate batch: one token repeated
     if (stats) *stats = workloads::batch_stats(p, static_cast<size_t>(B * L));
     return buf.to(device);
   }
 };
 
-Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOptions opts) : impl_(std::make_unique<Impl>()) {
+Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOptions opts)
+    : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
   s.run = RunConfig::from(cfg);
   s.model_cfg = workloads::ModelConfig::from(cfg);
@@ -97,15 +102,19 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.opts = std::move(opts);
   s.who = who;
   if (who.world_size != s.par.world_size)
-    cfg.fail("parallel.world_size", "the config asks for " + std::to_string(s.par.world_size) + " ranks but the job has " +
-                                        std::to_string(who.world_size) + " (launch with --nproc " + std::to_string(s.par.world_size) + ")");
+    cfg.fail("parallel.world_size", "the config asks for " + std::to_string(s.par.world_size) +
+                                        " ranks but the job has " + std::to_string(who.world_size) +
+                                        " (launch with --nproc " +
+                                        std::to_string(s.par.world_size) + ")");
 
   if (s.run.device == "cuda") {
     // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
     if (s.run.deterministic) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
     if (!torch::cuda::is_available())
-      cfg.fail("run.device", "cuda requested but this LibTorch (" + std::string(compat::torch_version()) + ") sees no CUDA device");
-    const int index = static_cast<int>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count()));
+      cfg.fail("run.device", "cuda requested but this LibTorch (" +
+                                 std::string(compat::torch_version()) + ") sees no CUDA device");
+    const int index =
+        static_cast<int>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count()));
     s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
     compat::cuda_set_device(index);
   }
@@ -118,23 +127,27 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   install_memory_tracking();
 
   try {
-    s.precision = std::make_unique<variants::Precision>(variants::PrecisionConfig::from(cfg), s.device);
+    s.precision =
+        std::make_unique<variants::Precision>(variants::PrecisionConfig::from(cfg), s.device);
   } catch (const std::invalid_argument& e) {
     cfg.fail("precision.compute", e.what());
   }
 
   try {
-    s.source = workloads::make_source(s.data_cfg, s.model_cfg.vocab_size, s.model_cfg.seq_len + 1, static_cast<uint64_t>(s.run.seed));
+    s.source = workloads::make_source(s.data_cfg, s.model_cfg.vocab_size, s.model_cfg.seq_len + 1,
+                                      static_cast<uint64_t>(s.run.seed));
   } catch (const std::runtime_error& e) {
     cfg.fail(s.data_cfg.source == "synthetic" ? "data.source" : "data.path", e.what());
   }
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
-  s.model = workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
+  s.model =
+      workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
-  s.sharding = std::make_unique<variants::Sharding>(s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
+  s.sharding = std::make_unique<variants::Sharding>(
+      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
   s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
 
   if (!s.opts.resume_from.empty()) {
@@ -146,10 +159,18 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
 }
 
 Trainer::~Trainer() = default;
-Progress& Trainer::progress() { return impl_->progress; }
-int64_t Trainer::first_step() const { return impl_->first_step; }
-int Trainer::rank() const { return impl_->who.rank; }
-int Trainer::world() const { return impl_->who.world_size; }
+Progress& Trainer::progress() {
+  return impl_->progress;
+}
+int64_t Trainer::first_step() const {
+  return impl_->first_step;
+}
+int Trainer::rank() const {
+  return impl_->who.rank;
+}
+int Trainer::world() const {
+  return impl_->who.world_size;
+}
 
 TrainOutcome Trainer::run(StepObserver& observer) {
   auto& s = *impl_;
@@ -160,9 +181,11 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.env["data"] = s.source->describe();
   out.env["comm_backend"] = s.comm->backend_name();
   if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
-    out.env["reduce_scatter"] = "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
+    out.env["reduce_scatter"] =
+        "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
 
-  const int64_t last_step = s.opts.stop_after > 0 ? std::min(s.opts.stop_after, s.run.steps) : s.run.steps;
+  const int64_t last_step =
+      s.opts.stop_after > 0 ? std::min(s.opts.stop_after, s.run.steps) : s.run.steps;
   PhaseTimer timer(s.device);
   observer.on_start(s.first_step, last_step);
   reset_peak_tensor_bytes(s.device);
@@ -196,7 +219,8 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   return out;
 }
 
-void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer, int64_t last_step) {
+void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer,
+                        int64_t last_step) {
   const int64_t A = s.data_cfg.grad_accum;
   const int64_t tokens_per_step = s.data_cfg.batch_size * A * s.model_cfg.seq_len;
   for (int64_t step = s.first_step; step <= last_step; ++step) {
@@ -220,12 +244,15 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     if (s.profiling) rec.timed = false;
     timer.start();
     s.sharding->begin_step();
-    torch::Tensor loss_sum = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
+    torch::Tensor loss_sum =
+        torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
     for (int64_t micro = 0; micro < A; ++micro) {
       s.progress.phase = "data";
       workloads::BatchStats bstats;
       auto batch = s.make_batch(step, micro, micro == 0 ? &bstats : nullptr);  // (B, T+1)
-      if (micro == 0) rec.batch_entropy = bstats.token_entropy, rec.batch_repeat_share = bstats.repeat_share, rec.batch_hash = bstats.hash;
+      if (micro == 0)
+        rec.batch_entropy = bstats.token_entropy, rec.batch_repeat_share = bstats.repeat_share,
+        rec.batch_hash = bstats.hash;
       auto x = batch.narrow(1, 0, s.model_cfg.seq_len);  // (B, T)
       auto y = batch.narrow(1, 1, s.model_cfg.seq_len);  // (B, T)
       timer.mark("data");
@@ -235,12 +262,16 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       if (s.profiling) s.layers->forward_begin();
       {
         auto scope = s.precision->forward_scope();
-        auto logits = s.model->forward(x).to(torch::kFloat32).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
+        auto logits =
+            s.model->forward(x).to(torch::kFloat32).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
         loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
-        train_loss = s.stability.z_loss > 0 ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean() : loss;
+        train_loss = s.stability.z_loss > 0
+                         ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
+                         : loss;
       }
       if (s.profiling) s.layers->forward_end();
-      if (s.faults.nonfinite_at == step) loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
+      if (s.faults.nonfinite_at == step)
+        loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
       timer.mark("forward");
       timer.move("forward", "comm", s.comm->take_ms());
 
@@ -273,7 +304,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       double norm = 0;
       for (double v : sq) norm += v;
       const double rms = std::sqrt(norm / static_cast<double>(s.sharding->padded_numel()));
-      s.sharding->perturb_grads(1e3 * std::max(rms, 1e-8), static_cast<uint64_t>(s.run.seed) + static_cast<uint64_t>(step));
+      s.sharding->perturb_grads(1e3 * std::max(rms, 1e-8),
+                                static_cast<uint64_t>(s.run.seed) + static_cast<uint64_t>(step));
     }
     auto unit_sq = s.sharding->unit_grad_norms_sq();
     double norm_sq = 0;
@@ -287,7 +319,9 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     rec.loss_scale = s.precision->loss_scale();
     bool skip = s.precision->update(finite);
     rec.overflow = !finite;
-    if (!skip && s.stability.skip_outlier_z > 0 && s.outliers.is_outlier(global_loss.item<double>(), rec.grad_norm, s.stability.skip_outlier_z)) {
+    if (!skip && s.stability.skip_outlier_z > 0 &&
+        s.outliers.is_outlier(global_loss.item<double>(), rec.grad_norm,
+                              s.stability.skip_outlier_z)) {
       skip = true;
       rec.skipped_outlier = true;
     }
@@ -303,9 +337,12 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     // Injected delays: part of the step, booked as "other".
     s.progress.phase = "other";
     if (s.faults.stalls_at(step)) sleep_ms(static_cast<double>(s.faults.stall_ms));
-    if (s.faults.stall_rank == s.who.rank && s.faults.stall_at == step) sleep_ms(static_cast<double>(s.faults.stall_ms));
+    if (s.faults.stall_rank == s.who.rank && s.faults.stall_at == step)
+      sleep_ms(static_cast<double>(s.faults.stall_ms));
     if (s.faults.slowdown_pct > 0) {
-      double so_far = std::chrono::duration<double, std::milli>(std::chrono::nanoseconds(now_ns() - s.progress.step_started_ns)).count();
+      double so_far = std::chrono::duration<double, std::milli>(
+                          std::chrono::nanoseconds(now_ns() - s.progress.step_started_ns))
+                          .count();
       sleep_ms(so_far * s.faults.slowdown_pct / 100.0);
     }
     rec.loss = global_loss.item<double>();  // the step's one host sync
@@ -314,11 +351,17 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     rec.phase_ms = timer.finish(&rec.step_ms);
     rec.comm_bytes = s.comm->take_bytes();
     if (s.trace) {
-      auto us = [&](std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::micro>(t - s.epoch).count(); };
+      auto us = [&](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double, std::micro>(t - s.epoch).count();
+      };
       auto spans = timer.host_spans();
       if (!spans.empty())
-        s.trace->add(TraceEvent{"step " + std::to_string(step), "step", 'X', us(spans.front().start), us(spans.back().end) - us(spans.front().start), 0});
-      for (const auto& sp : spans) s.trace->add(TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
+        s.trace->add(TraceEvent{"step " + std::to_string(step), "step", 'X',
+                                us(spans.front().start),
+                                us(spans.back().end) - us(spans.front().start), 0});
+      for (const auto& sp : spans)
+        s.trace->add(
+            TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
     }
     if (s.profiling) {
       s.layers->step_done();
@@ -340,7 +383,9 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       break;
     }
     if (s.ckpt_cfg.every > 0 && step % s.ckpt_cfg.every == 0 && step < s.run.steps)
-      save_checkpoint(s.opts.out_dir / "checkpoints", step, CheckpointState{step, s.opt_steps, s.precision->state().first, s.precision->state().second},
+      save_checkpoint(s.opts.out_dir / "checkpoints", step,
+                      CheckpointState{step, s.opt_steps, s.precision->state().first,
+                                      s.precision->state().second},
                       *s.sharding, *s.comm, s.ckpt_cfg.keep);
   }
 }

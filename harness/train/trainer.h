@@ -17,15 +17,17 @@
 namespace lockstep::train {
 
 struct TrainOptions {
-  std::filesystem::path out_dir;       // checkpoints go to out_dir/checkpoints
-  int64_t stop_after = 0;              // stop after this step (the LR schedule is unchanged); 0 = run.steps
-  std::filesystem::path resume_from;   // a checkpoint folder to continue from
+  std::filesystem::path out_dir;  // checkpoints go to out_dir/checkpoints
+  int64_t stop_after = 0;  // stop after this step (the LR schedule is unchanged); 0 = run.steps
+  std::filesystem::path resume_from;  // a checkpoint folder to continue from
 };
 
 class StepObserver {
  public:
   virtual ~StepObserver() = default;
-  virtual void on_start(int64_t first_step, int64_t last_step) { (void)first_step, (void)last_step; }
+  virtual void on_start(int64_t first_step, int64_t last_step) {
+    (void)first_step, (void)last_step;
+  }
   virtual void on_step(const StepRecord& r) = 0;
 };
 
@@ -74,11 +76,13 @@ class Trainer {
 
  private:
   struct Impl;
-  static void run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer, int64_t last_step);
+  static void run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer,
+                        int64_t last_step);
   std::unique_ptr<Impl> impl_;
 };
 
 // Environment facts for summaries (LibTorch version, BLAS, CPU, host, git commit).
-std::map<std::string, std::string> describe_environment(const std::string& device, int64_t threads, int world);
+std::map<std::string, std::string> describe_environment(const std::string& device, int64_t threads,
+                                                        int world);
 
 }  // namespace lockstep::train

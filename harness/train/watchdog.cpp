@@ -7,8 +7,13 @@
 
 namespace lockstep::train {
 
-Watchdog::Watchdog(Progress& progress, int rank, double timeout_s, double factor, std::function<void(const std::string&)> on_hang)
-    : progress_(progress), rank_(rank), timeout_s_(timeout_s), factor_(factor), on_hang_(std::move(on_hang)) {
+Watchdog::Watchdog(Progress& progress, int rank, double timeout_s, double factor,
+                   std::function<void(const std::string&)> on_hang)
+    : progress_(progress),
+      rank_(rank),
+      timeout_s_(timeout_s),
+      factor_(factor),
+      on_hang_(std::move(on_hang)) {
   if (timeout_s_ > 0 || factor_ > 0) thread_ = std::thread([this] { loop(); });
 }
 
@@ -31,7 +36,10 @@ void Watchdog::loop() {
     if (phase == "setup" || phase == "done") continue;
     const int64_t started = progress_.step_started_ns.load();
     if (started == 0) continue;
-    const double elapsed_s = static_cast<double>(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count() - started) / 1e9;
+    const double elapsed_s =
+        static_cast<double>(
+            duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count() - started) /
+        1e9;
     double limit = timeout_s_ > 0 ? timeout_s_ : 1e300;
     std::string why = "run.step_timeout_s = " + std::to_string(timeout_s_);
     if (factor_ > 0) {
@@ -46,9 +54,12 @@ void Watchdog::loop() {
     if (elapsed_s <= limit) continue;
     std::string collective = progress_.in_flight ? progress_.in_flight() : "";
     char buf[512];
-    std::snprintf(buf, sizeof buf, "rank %d: watchdog: step %lld has run %.1f s (limit %.1f s, %s) in phase %s%s", rank_,
-                  static_cast<long long>(progress_.step.load()), elapsed_s, limit, why.c_str(), phase.c_str(),
-                  collective.empty() ? ", not in a collective" : (", waiting in collective " + collective).c_str());
+    std::snprintf(buf, sizeof buf,
+                  "rank %d: watchdog: step %lld has run %.1f s (limit %.1f s, %s) in phase %s%s",
+                  rank_, static_cast<long long>(progress_.step.load()), elapsed_s, limit,
+                  why.c_str(), phase.c_str(),
+                  collective.empty() ? ", not in a collective"
+                                     : (", waiting in collective " + collective).c_str());
     std::fprintf(stderr, "%s\n", buf);
     std::fflush(stderr);
     if (on_hang_) on_hang_(buf);

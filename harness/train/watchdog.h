@@ -17,7 +17,8 @@ namespace lockstep::train {
 
 class Watchdog {
  public:
-  Watchdog(Progress& progress, int rank, double timeout_s, double factor, std::function<void(const std::string&)> on_hang);
+  Watchdog(Progress& progress, int rank, double timeout_s, double factor,
+           std::function<void(const std::string&)> on_hang);
   ~Watchdog();
   void step_done(double step_ms);  // feeds the running median
 

@@ -79,7 +79,8 @@ std::string last_nonempty_line(const fs::path& path) {
 
 LineLog::LineLog(const fs::path& path, bool truncate) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0),
+               0644);
   if (fd_ < 0) fail(path, "cannot open for append");
 }
 

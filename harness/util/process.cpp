@@ -24,7 +24,8 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("lockstep");
 }
 
-Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label, const std::vector<std::string>& env) {
+Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label,
+            const std::vector<std::string>& env) {
   if (log.has_parent_path()) fs::create_directories(log.parent_path());
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -41,7 +42,8 @@ Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     bool replaced = false;
-    for (const auto& x : env) replaced = replaced || kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
+    for (const auto& x : env)
+      replaced = replaced || kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
     if (!replaced) merged.push_back(kv);
   }
   merged.insert(merged.end(), env.begin(), env.end());
@@ -58,7 +60,8 @@ Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std
 
 std::string ExitStatus::describe() const {
   if (timed_out) return "timed out (killed)";
-  if (signaled) return "killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
+  if (signaled)
+    return "killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
   return "exit code " + std::to_string(code);
 }
 
@@ -78,7 +81,8 @@ ExitStatus wait_for(const Child& c, double timeout_s) {
       }
       return st;
     }
-    if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid failed: " + std::string(std::strerror(errno)));
+    if (r < 0 && errno != EINTR)
+      throw std::runtime_error("waitpid failed: " + std::string(std::strerror(errno)));
     if (timeout_s > 0 && !st.timed_out &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
       st.timed_out = true;
@@ -89,8 +93,8 @@ ExitStatus wait_for(const Child& c, double timeout_s) {
   }
 }
 
-std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs, const std::vector<fs::path>& logs,
-                                int parallel, double timeout_s) {
+std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
+                                const std::vector<fs::path>& logs, int parallel, double timeout_s) {
   std::vector<ExitStatus> out(argvs.size());
   std::vector<std::thread> workers;
   std::atomic<size_t> next{0};

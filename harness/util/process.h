@@ -20,15 +20,16 @@ struct Child {
 
 // Starts argv[0] with argv[1..]; output appended to `log`. Throws std::runtime_error on failure.
 // `env` entries ("NAME=value") are added to (or replace) this process's environment.
-Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log, const std::string& label = "",
-            const std::vector<std::string>& env = {});
+Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
+            const std::string& label = "", const std::vector<std::string>& env = {});
 
 struct ExitStatus {
-  int code = 0;            // exit code, or 128 + signal
+  int code = 0;  // exit code, or 128 + signal
   bool signaled = false;
   int signal = 0;
   bool timed_out = false;  // killed by us after the timeout
-  std::string describe() const;  // "exit code 3", "killed by signal 9 (Killed)", "timed out after 600 s"
+  std::string describe()
+      const;  // "exit code 3", "killed by signal 9 (Killed)", "timed out after 600 s"
 };
 
 // Waits for the child; after timeout_s (> 0) it is killed (with its process group).
@@ -36,6 +37,7 @@ ExitStatus wait_for(const Child& c, double timeout_s = 0);
 
 // Runs each argv list with at most `parallel` at a time, returning their exit statuses in order.
 std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
-                                const std::vector<std::filesystem::path>& logs, int parallel, double timeout_s);
+                                const std::vector<std::filesystem::path>& logs, int parallel,
+                                double timeout_s);
 
 }  // namespace lockstep::util

@@ -26,8 +26,8 @@ std::vector<double> prefix_costs(const double* y, size_t n) {
 }
 
 struct Split {
-  size_t k = 0;       // first index of the right side
-  double gain = 0;    // cost(all) - cost(left) - cost(right)
+  size_t k = 0;     // first index of the right side
+  double gain = 0;  // cost(all) - cost(left) - cost(right)
 };
 
 Split best_split(const std::vector<double>& y, size_t min_segment) {
@@ -47,7 +47,8 @@ Split best_split(const std::vector<double>& y, size_t min_segment) {
 
 // Permutation p of a best-split gain. Stops early once p > alpha is certain; the value returned
 // is then a lower bound (still > alpha).
-double permutation_p(std::vector<double> y, double observed, const ChangePointOptions& opt, uint64_t seed) {
+double permutation_p(std::vector<double> y, double observed, const ChangePointOptions& opt,
+                     uint64_t seed) {
   stats::SplitMix64 rng(seed);
   const double allowed = opt.alpha * (opt.permutations + 1) - 1;  // exceedances still significant
   const double tol = 1e-12 * (1 + std::fabs(observed));
@@ -64,12 +65,15 @@ struct Found {
   double p;
 };
 
-void search(const std::vector<double>& y, size_t lo, size_t hi, const ChangePointOptions& opt, std::vector<Found>& found) {
+void search(const std::vector<double>& y, size_t lo, size_t hi, const ChangePointOptions& opt,
+            std::vector<Found>& found) {
   if (hi - lo < 2 * opt.min_segment) return;
-  const std::vector<double> seg(y.begin() + static_cast<std::ptrdiff_t>(lo), y.begin() + static_cast<std::ptrdiff_t>(hi));
+  const std::vector<double> seg(y.begin() + static_cast<std::ptrdiff_t>(lo),
+                                y.begin() + static_cast<std::ptrdiff_t>(hi));
   const Split s = best_split(seg, opt.min_segment);
   if (s.gain <= 0) return;  // a constant segment
-  const double p = permutation_p(seg, s.gain, opt, opt.seed ^ (0x9E3779B97F4A7C15ull * (lo + 1)) ^ hi);
+  const double p =
+      permutation_p(seg, s.gain, opt, opt.seed ^ (0x9E3779B97F4A7C15ull * (lo + 1)) ^ hi);
   if (p > opt.alpha) return;
   found.push_back({lo + s.k, p});
   search(y, lo, lo + s.k, opt, found);
@@ -82,11 +86,14 @@ std::vector<double> slice(const std::vector<double>& x, size_t lo, size_t hi) {
 
 }  // namespace
 
-std::vector<ChangePoint> detect_changes(const std::vector<double>& x, const std::vector<std::string>& commits, Better better,
+std::vector<ChangePoint> detect_changes(const std::vector<double>& x,
+                                        const std::vector<std::string>& commits, Better better,
                                         const ChangePointOptions& opt) {
-  if (x.size() != commits.size()) throw std::invalid_argument("detect_changes: one commit per value");
+  if (x.size() != commits.size())
+    throw std::invalid_argument("detect_changes: one commit per value");
   if (!stats::all_finite(x)) throw std::invalid_argument("detect_changes: values must be finite");
-  if (opt.min_segment < 1 || opt.permutations < 1) throw std::invalid_argument("detect_changes: bad options");
+  if (opt.min_segment < 1 || opt.permutations < 1)
+    throw std::invalid_argument("detect_changes: bad options");
   const bool positive = std::all_of(x.begin(), x.end(), [](double v) { return v > 0; });
   std::vector<double> y = x;
   if (positive)
@@ -94,10 +101,12 @@ std::vector<ChangePoint> detect_changes(const std::vector<double>& x, const std:
 
   std::vector<Found> found;
   search(y, 0, y.size(), opt, found);
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.index < b.index; });
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.index < b.index; });
 
   // Measure each change between its neighbouring segments; merge away the weakest failing one.
-  const auto median_pct = stats::pct_change([](const std::vector<double>& v) { return stats::median(v); });
+  const auto median_pct =
+      stats::pct_change([](const std::vector<double>& v) { return stats::median(v); });
   for (;;) {
     std::vector<ChangePoint> out;
     size_t weakest = found.size();
@@ -114,11 +123,13 @@ std::vector<ChangePoint> detect_changes(const std::vector<double>& x, const std:
       c.after = stats::median(after);
       c.size_pct = 100.0 * (c.after / c.before - 1.0);
       c.p_value = found[i].p;
-      const auto ci = stats::bootstrap_ci(before, after, median_pct, opt.bootstrap, opt.level, opt.seed ^ at);
+      const auto ci =
+          stats::bootstrap_ci(before, after, median_pct, opt.bootstrap, opt.level, opt.seed ^ at);
       c.ci_lo = ci.lo;
       c.ci_hi = ci.hi;
       c.regression = better == Better::Higher ? c.size_pct < 0 : c.size_pct > 0;
-      const bool ok = ci.valid() && (ci.lo > 0 || ci.hi < 0) && std::fabs(c.size_pct) >= opt.min_change_pct;
+      const bool ok =
+          ci.valid() && (ci.lo > 0 || ci.hi < 0) && std::fabs(c.size_pct) >= opt.min_change_pct;
       if (!ok && std::fabs(c.size_pct) < weakest_size) {
         weakest = i;
         weakest_size = std::fabs(c.size_pct);
@@ -130,8 +141,10 @@ std::vector<ChangePoint> detect_changes(const std::vector<double>& x, const std:
   }
 }
 
-std::vector<LossDrift> detect_loss_drift(const std::vector<double>& loss, const std::vector<std::string>& commits,
-                                         const std::vector<std::string>& config_hashes, double tolerance) {
+std::vector<LossDrift> detect_loss_drift(const std::vector<double>& loss,
+                                         const std::vector<std::string>& commits,
+                                         const std::vector<std::string>& config_hashes,
+                                         double tolerance) {
   if (loss.size() != commits.size() || loss.size() != config_hashes.size())
     throw std::invalid_argument("detect_loss_drift: one commit and config hash per value");
   std::vector<LossDrift> out;
@@ -143,7 +156,8 @@ std::vector<LossDrift> detect_loss_drift(const std::vector<double>& loss, const 
       const size_t j = it->second;
       const double d = loss[i] - loss[j];
       if (std::fabs(d) > tolerance)
-        out.push_back({i, commits[i], commits[j], loss[j], loss[i], d, d > 0, commits[i] == commits[j]});
+        out.push_back(
+            {i, commits[i], commits[j], loss[j], loss[i], d, d > 0, commits[i] == commits[j]});
     }
     last[config_hashes[i]] = i;
   }

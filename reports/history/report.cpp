@@ -37,7 +37,8 @@ std::optional<double> value_of(const SeriesPoint& p, const std::string& metric) 
 std::vector<std::string> last_commits(const std::vector<SeriesPoint>& points, int n) {
   std::vector<std::string> out;
   for (auto it = points.rbegin(); it != points.rend() && static_cast<int>(out.size()) < n; ++it)
-    if (std::find(out.begin(), out.end(), it->git_commit) == out.end()) out.push_back(it->git_commit);
+    if (std::find(out.begin(), out.end(), it->git_commit) == out.end())
+      out.push_back(it->git_commit);
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -102,7 +103,8 @@ void judge(Series& s, const ReportOptions& opt) {
     f.in_window = in_window(f.commit);
     if (f.in_window && f.regression) ++s.regressions_in_window;
   }
-  std::stable_sort(s.flags.begin(), s.flags.end(), [](const Flag& a, const Flag& b) { return a.index < b.index; });
+  std::stable_sort(s.flags.begin(), s.flags.end(),
+                   [](const Flag& a, const Flag& b) { return a.index < b.index; });
 }
 
 }  // namespace
@@ -118,10 +120,12 @@ const std::vector<MetricInfo>& metric_infos() {
 const MetricInfo& metric_info(const std::string& key) {
   for (const auto& m : metric_infos())
     if (m.key == key) return m;
-  throw std::invalid_argument("unknown metric '" + key + "' (known: tokens_per_sec, mfu, p99_ms, final_loss)");
+  throw std::invalid_argument("unknown metric '" + key +
+                              "' (known: tokens_per_sec, mfu, p99_ms, final_loss)");
 }
 
-Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt, const std::string& history_path) {
+Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt,
+                    const std::string& history_path) {
   Report r;
   r.history_path = history_path;
   r.generated_at = now_utc();
@@ -169,19 +173,27 @@ std::vector<fs::path> write_report(const Report& r, const fs::path& dir) {
   return out;
 }
 
-std::string short_commit(const std::string& commit) { return commit.substr(0, 7); }
+std::string short_commit(const std::string& commit) {
+  return commit.substr(0, 7);
+}
 
 std::string format_value(const std::string& metric, double v) {
   if (!std::isfinite(v)) return "n/a";
   char buf[48];
-  if (metric == "tokens_per_sec") std::snprintf(buf, sizeof buf, "%.0f", v);
-  else if (metric == "mfu") std::snprintf(buf, sizeof buf, "%.2f%%", 100 * v);
-  else if (metric == "p99_ms") std::snprintf(buf, sizeof buf, "%.2f ms", v);
-  else std::snprintf(buf, sizeof buf, "%.6f", v);
+  if (metric == "tokens_per_sec")
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (metric == "mfu")
+    std::snprintf(buf, sizeof buf, "%.2f%%", 100 * v);
+  else if (metric == "p99_ms")
+    std::snprintf(buf, sizeof buf, "%.2f ms", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.6f", v);
   return buf;
 }
 
-std::string format_pct(double pct) { return reports::text::signed_fixed(pct, 1, "%"); }
+std::string format_pct(double pct) {
+  return reports::text::signed_fixed(pct, 1, "%");
+}
 
 std::string short_time(const std::string& recorded_at) {
   if (recorded_at.size() < 16 || recorded_at[10] != 'T') return recorded_at;
@@ -194,13 +206,13 @@ std::string describe(const Flag& f) {
   if (f.kind == "speed") {
     s = label + " " + format_pct(f.size_pct);
     if (f.ci_lo && f.ci_hi) s += " [" + format_pct(*f.ci_lo) + ", " + format_pct(*f.ci_hi) + "]";
-    s += " (" + format_value(f.metric, f.before) + " -> " + format_value(f.metric, f.after) + "), " +
-         (f.regression ? "regression" : "improvement");
+    s += " (" + format_value(f.metric, f.before) + " -> " + format_value(f.metric, f.after) +
+         "), " + (f.regression ? "regression" : "improvement");
   } else {
     char delta[48];
     std::snprintf(delta, sizeof delta, "%+.3g", f.delta);
-    s = "loss drift: final loss " + format_value(f.metric, f.before) + " -> " + format_value(f.metric, f.after) + " (" +
-        delta + (f.regression ? ", worse)" : ", better)");
+    s = "loss drift: final loss " + format_value(f.metric, f.before) + " -> " +
+        format_value(f.metric, f.after) + " (" + delta + (f.regression ? ", worse)" : ", better)");
   }
   s += " first at " + short_commit(f.commit) + " (after " + short_commit(f.previous_commit) + ")";
   if (!f.note.empty()) s += "; " + f.note;
@@ -211,18 +223,22 @@ std::string render_console(const Report& r) {
   std::string o;
   size_t runs = 0;
   for (const auto& s : r.series) runs += s.points.size();
-  o += "Lockstep history report: " + std::to_string(r.series.size()) + " series, " + std::to_string(runs) + " runs";
+  o += "Lockstep history report: " + std::to_string(r.series.size()) + " series, " +
+       std::to_string(runs) + " runs";
   if (!r.history_path.empty()) o += " (" + r.history_path + ")";
   o += "\n";
   for (const auto& s : r.series) {
-    o += "  " + s.config_name + " [" + s.config_hash + "] on " + s.host + " (" + s.device + "), " + std::to_string(s.points.size()) + " runs: ";
+    o += "  " + s.config_name + " [" + s.config_hash + "] on " + s.host + " (" + s.device + "), " +
+         std::to_string(s.points.size()) + " runs: ";
     o += s.flags.empty() ? "no change flagged\n" : std::to_string(s.flags.size()) + " flagged\n";
     for (const auto& f : s.flags)
-      o += std::string("    ") + (f.in_window && f.regression ? "! " : "  ") + describe(f) + (f.in_window ? " [in window]" : "") + "\n";
+      o += std::string("    ") + (f.in_window && f.regression ? "! " : "  ") + describe(f) +
+           (f.in_window ? " [in window]" : "") + "\n";
   }
-  o += r.regressions_in_window ? std::to_string(r.regressions_in_window) + " regression(s) within the last " +
-                                     std::to_string(r.options.window) + " commits: exit 1\n"
-                               : "no regression within the last " + std::to_string(r.options.window) + " commits\n";
+  o += r.regressions_in_window
+           ? std::to_string(r.regressions_in_window) + " regression(s) within the last " +
+                 std::to_string(r.options.window) + " commits: exit 1\n"
+           : "no regression within the last " + std::to_string(r.options.window) + " commits\n";
   return o;
 }
 

@@ -19,10 +19,11 @@ struct MetricInfo {
   std::string key;    // "tokens_per_sec" | "mfu" | "p99_ms" | "final_loss"
   std::string label;  // "tokens/s", ...
   Better better;
-  bool speed;         // false: final_loss, judged by loss drift instead of change points
+  bool speed;  // false: final_loss, judged by loss drift instead of change points
 };
 const std::vector<MetricInfo>& metric_infos();  // in report order
-const MetricInfo& metric_info(const std::string& key);  // throws std::invalid_argument listing the keys
+const MetricInfo& metric_info(
+    const std::string& key);  // throws std::invalid_argument listing the keys
 
 struct ReportOptions {
   std::string config;                // only this config name ("" = all)
@@ -38,13 +39,13 @@ struct Flag {
   std::string metric;  // metric key
   size_t index = 0;    // into Series::points
   std::string commit, previous_commit, recorded_at;
-  double before = 0, after = 0;  // segment medians (speed) or the two losses (drift)
-  double size_pct = 0;           // percent change
+  double before = 0, after = 0;                 // segment medians (speed) or the two losses (drift)
+  double size_pct = 0;                          // percent change
   std::optional<double> ci_lo, ci_hi, p_value;  // speed only
-  double delta = 0;              // drift: after - before
+  double delta = 0;                             // drift: after - before
   bool regression = false;
   bool in_window = false;
-  std::string note;              // e.g. "same commit: not deterministic"
+  std::string note;  // e.g. "same commit: not deterministic"
 };
 
 struct MetricSeries {
@@ -61,7 +62,7 @@ struct Series {
   std::vector<SeriesPoint> points;
   std::vector<std::string> window_commits;  // the last `window` distinct commits
   std::vector<MetricSeries> metrics;
-  std::vector<Flag> flags;                  // in index order
+  std::vector<Flag> flags;  // in index order
   int regressions_in_window = 0;
 };
 
@@ -74,7 +75,8 @@ struct Report {
 };
 
 // Groups points (oldest first) by config (name and hash) and machine and judges each series.
-Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt, const std::string& history_path = "");
+Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt,
+                    const std::string& history_path = "");
 
 std::string render_json(const Report& r);
 std::string render_markdown(const Report& r);
@@ -86,10 +88,12 @@ std::vector<std::filesystem::path> write_report(const Report& r, const std::file
 
 // Shared wording.
 std::string short_commit(const std::string& commit);  // the first 7 characters, like git
-// One line, e.g. "tokens/s -9.8% [-11.0%, -8.6%] (10210 -> 9209), regression first at 3f2a1b0 (after 9c01d2e)".
+// One line, e.g. "tokens/s -9.8% [-11.0%, -8.6%] (10210 -> 9209), regression first at 3f2a1b0
+// (after 9c01d2e)".
 std::string describe(const Flag& f);
-std::string format_value(const std::string& metric, double v);  // "10234", "31.20%", "25.40 ms", "2.103421"
-std::string format_pct(double pct);                              // "+9.8%" | "n/a"
-std::string short_time(const std::string& recorded_at);           // "2026-01-05 12:34" (UTC)
+std::string format_value(const std::string& metric,
+                         double v);  // "10234", "31.20%", "25.40 ms", "2.103421"
+std::string format_pct(double pct);  // "+9.8%" | "n/a"
+std::string short_time(const std::string& recorded_at);  // "2026-01-05 12:34" (UTC)
 
 }  // namespace lockstep::history

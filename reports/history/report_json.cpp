@@ -9,8 +9,12 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-json opt(const std::optional<double>& x) { return x ? number(*x) : json(nullptr); }
+json number(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
+json opt(const std::optional<double>& x) {
+  return x ? number(*x) : json(nullptr);
+}
 
 json point_json(const SeriesPoint& p) {
   return {{"id", p.id},
@@ -25,12 +29,9 @@ json point_json(const SeriesPoint& p) {
 }
 
 json flag_json(const Flag& f) {
-  json j = {{"metric", f.metric},
-            {"index", f.index},
-            {"commit", f.commit},
-            {"previous_commit", f.previous_commit},
-            {"recorded_at", f.recorded_at},
-            {"before", number(f.before)},
+  json j = {{"metric", f.metric},           {"index", f.index},
+            {"commit", f.commit},           {"previous_commit", f.previous_commit},
+            {"recorded_at", f.recorded_at}, {"before", number(f.before)},
             {"after", number(f.after)}};
   if (f.kind == "speed") {
     j["size_pct"] = number(f.size_pct);

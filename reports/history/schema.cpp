@@ -76,12 +76,14 @@ int user_version(sql::Db& db) {
 
 void migrate(sql::Db& db, int target) {
   const int latest = static_cast<int>(migrations().size());
-  static_assert(kSchemaVersion == 2, "add the migration to migrations() when bumping kSchemaVersion");
+  static_assert(kSchemaVersion == 2,
+                "add the migration to migrations() when bumping kSchemaVersion");
   if (target < 0) target = latest;
   auto newer = [&](int v) {
     if (v > latest)
-      throw sql::Error(db.path() + ": history schema version " + std::to_string(v) + " is newer than this lockstep (" +
-                       std::to_string(latest) + "): use a newer build");
+      throw sql::Error(db.path() + ": history schema version " + std::to_string(v) +
+                       " is newer than this lockstep (" + std::to_string(latest) +
+                       "): use a newer build");
   };
   int v = user_version(db);
   newer(v);

@@ -56,12 +56,12 @@ class Stmt {
   Stmt& bind(int i, double v);  // non-finite -> NULL
   Stmt& bind(int i, const std::optional<double>& v);
   Stmt& bind_null(int i);
-  bool step();            // true: a row is ready; false: done
-  void run();             // step until done
+  bool step();  // true: a row is ready; false: done
+  void run();   // step until done
   void reset();
-  std::string text(int col) const;             // "" for NULL
-  int64_t integer(int col) const;              // 0 for NULL
-  std::optional<double> real(int col) const;   // nullopt for NULL
+  std::string text(int col) const;            // "" for NULL
+  int64_t integer(int col) const;             // 0 for NULL
+  std::optional<double> real(int col) const;  // nullopt for NULL
   bool is_null(int col) const;
   bool is_float(int col) const;  // the value is stored as REAL
   int columns() const;

@@ -22,7 +22,8 @@ constexpr int kBusyTimeoutMs = 10000;
 std::string now_utc() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];
@@ -86,17 +87,28 @@ std::string curve_json(const std::vector<double>& curve) {
 
 // Inserts the shared entries row; returns its id. Must run inside a write transaction.
 int64_t insert_entry(sql::Db& db, const std::string& kind, const std::string& recorded_at,
-                     const std::map<std::string, std::string>& env, const std::string& name, const std::string& hash,
-                     const std::string& status) {
-  sql::Stmt st(db,
-               "INSERT INTO entries(kind, recorded_at, git_commit, git_branch, config_name, config_hash, host, device,"
-               " libtorch, threads, world_size, environment, status) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  st.bind(1, kind).bind(2, recorded_at.empty() ? now_utc() : recorded_at).bind(3, commit_of(env)).bind(4, branch_of(env));
-  st.bind(5, name).bind(6, hash).bind(7, host_of(env)).bind(8, get(env, "device")).bind(9, get(env, "libtorch"));
+                     const std::map<std::string, std::string>& env, const std::string& name,
+                     const std::string& hash, const std::string& status) {
+  sql::Stmt st(
+      db,
+      "INSERT INTO entries(kind, recorded_at, git_commit, git_branch, config_name, config_hash, "
+      "host, device,"
+      " libtorch, threads, world_size, environment, status) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  st.bind(1, kind)
+      .bind(2, recorded_at.empty() ? now_utc() : recorded_at)
+      .bind(3, commit_of(env))
+      .bind(4, branch_of(env));
+  st.bind(5, name)
+      .bind(6, hash)
+      .bind(7, host_of(env))
+      .bind(8, get(env, "device"))
+      .bind(9, get(env, "libtorch"));
   for (int i : {10, 11}) {
     auto v = integer_of(get(env, i == 10 ? "threads" : "world_size"));
-    if (v) st.bind(i, *v);
-    else st.bind_null(i);
+    if (v)
+      st.bind(i, *v);
+    else
+      st.bind_null(i);
   }
   st.bind(12, env_json(env)).bind(13, status);
   st.run();
@@ -117,14 +129,17 @@ fs::path resolve_path(const std::string& flag) {
   return fs::path("runs") / "history.sqlite";
 }
 
-Store::Store(fs::path path, std::unique_ptr<sql::Db> db) : path_(std::move(path)), db_(std::move(db)) {}
+Store::Store(fs::path path, std::unique_ptr<sql::Db> db)
+    : path_(std::move(path)), db_(std::move(db)) {}
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 Store Store::open(const fs::path& path, bool create) {
   if (!create && !fs::exists(path))
-    throw MissingHistory(path.string() + ": no history database (record a run first, or choose one with --history PATH)");
+    throw MissingHistory(
+        path.string() +
+        ": no history database (record a run first, or choose one with --history PATH)");
   if (create && path.has_parent_path()) fs::create_directories(path.parent_path());
   auto db = std::make_unique<sql::Db>(path.string(), create, kBusyTimeoutMs);
   db->exec("PRAGMA journal_mode=WAL");  // persistent; concurrent readers and one writer
@@ -134,17 +149,27 @@ Store Store::open(const fs::path& path, bool create) {
   return Store(path, std::move(db));
 }
 
-int Store::schema_version() const { return user_version(*db_); }
+int Store::schema_version() const {
+  return user_version(*db_);
+}
 
-int64_t Store::record_run(const RunSummary& s, const std::string& config_toml, const std::vector<double>& loss_curve,
-                          const std::string& run_dir, const RecordOptions& opt) {
+int64_t Store::record_run(const RunSummary& s, const std::string& config_toml,
+                          const std::vector<double>& loss_curve, const std::string& run_dir,
+                          const RecordOptions& opt) {
   int64_t id = 0;
   db_->write_transaction([&] {
     id = insert_entry(*db_, "run", opt.recorded_at, s.env, s.name, s.config_hash, s.status);
-    sql::Stmt st(*db_,
-                 "INSERT INTO runs(entry_id, config_toml, steps, final_loss, tokens_per_sec, mfu, p50_ms, p99_ms,"
-                 " peak_memory_bytes, summary, loss_curve, run_dir) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-    st.bind(1, id).bind(2, config_toml).bind(3, s.steps).bind(4, s.final_loss).bind(5, s.tokens_per_sec).bind(6, s.mfu);
+    sql::Stmt st(
+        *db_,
+        "INSERT INTO runs(entry_id, config_toml, steps, final_loss, tokens_per_sec, mfu, p50_ms, "
+        "p99_ms,"
+        " peak_memory_bytes, summary, loss_curve, run_dir) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+    st.bind(1, id)
+        .bind(2, config_toml)
+        .bind(3, s.steps)
+        .bind(4, s.final_loss)
+        .bind(5, s.tokens_per_sec)
+        .bind(6, s.mfu);
     st.bind(7, s.step_ms.p50).bind(8, s.step_ms.p99).bind(9, s.peak_memory_bytes);
     st.bind(10, reports::to_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     st.bind(11, curve_json(loss_curve)).bind(12, run_dir);
@@ -153,22 +178,35 @@ int64_t Store::record_run(const RunSummary& s, const std::string& config_toml, c
   return id;
 }
 
-int64_t Store::record_compare(const compare::CompareResult& r, const std::vector<std::string>& report_paths,
+int64_t Store::record_compare(const compare::CompareResult& r,
+                              const std::vector<std::string>& report_paths,
                               const RecordOptions& opt) {
   int64_t id = 0;
   nlohmann::json checks = nlohmann::json::array();
-  for (const auto& c : r.checks) checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+  for (const auto& c : r.checks)
+    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
   const auto replace = nlohmann::json::error_handler_t::replace;
   db_->write_transaction([&] {
-    id = insert_entry(*db_, "compare", opt.recorded_at, r.env, r.variant.name, r.variant.alignment_run.config_hash, r.verdict);
+    id = insert_entry(*db_, "compare", opt.recorded_at, r.env, r.variant.name,
+                      r.variant.alignment_run.config_hash, r.verdict);
     sql::Stmt st(*db_,
-                 "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, variant_hash, mode, exit_code,"
-                 " tokens_per_sec_pct, mfu_pts, p99_ms_pct, checks, result, reports, out_dir, loss_reference)"
+                 "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, "
+                 "variant_hash, mode, exit_code,"
+                 " tokens_per_sec_pct, mfu_pts, p99_ms_pct, checks, result, reports, out_dir, "
+                 "loss_reference)"
                  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    st.bind(1, id).bind(2, r.baseline.name).bind(3, r.baseline.alignment_run.config_hash).bind(4, r.variant.name);
-    st.bind(5, r.variant.alignment_run.config_hash).bind(6, r.mode).bind(7, static_cast<int64_t>(r.exit_code));
-    st.bind(8, delta_value(r.delta.tokens_per_sec_pct)).bind(9, delta_value(r.delta.mfu_pts)).bind(10, delta_value(r.delta.p99_ms_pct));
-    st.bind(11, checks.dump(-1, ' ', false, replace)).bind(12, reports::to_json(r).dump(-1, ' ', false, replace));
+    st.bind(1, id)
+        .bind(2, r.baseline.name)
+        .bind(3, r.baseline.alignment_run.config_hash)
+        .bind(4, r.variant.name);
+    st.bind(5, r.variant.alignment_run.config_hash)
+        .bind(6, r.mode)
+        .bind(7, static_cast<int64_t>(r.exit_code));
+    st.bind(8, delta_value(r.delta.tokens_per_sec_pct))
+        .bind(9, delta_value(r.delta.mfu_pts))
+        .bind(10, delta_value(r.delta.p99_ms_pct));
+    st.bind(11, checks.dump(-1, ' ', false, replace))
+        .bind(12, reports::to_json(r).dump(-1, ' ', false, replace));
     st.bind(13, nlohmann::json(report_paths).dump(-1, ' ', false, replace)).bind(14, r.out_dir);
     st.bind(15, r.loss_reference.empty() ? std::string("baseline run") : r.loss_reference);
     st.run();
@@ -177,11 +215,13 @@ int64_t Store::record_compare(const compare::CompareResult& r, const std::vector
 }
 
 std::vector<Entry> Store::list(int64_t limit) const {
-  sql::Stmt st(*db_,
-               "SELECT e.id, e.kind, e.recorded_at, e.git_commit, e.git_branch, e.config_name, e.config_hash, e.host, e.device,"
-               " e.status, r.final_loss, r.tokens_per_sec, r.mfu, r.p99_ms, c.baseline_name, c.exit_code,"
-               " c.tokens_per_sec_pct, c.p99_ms_pct FROM entries e LEFT JOIN runs r ON r.entry_id = e.id"
-               " LEFT JOIN compares c ON c.entry_id = e.id ORDER BY e.recorded_at DESC, e.id DESC LIMIT ?");
+  sql::Stmt st(
+      *db_,
+      "SELECT e.id, e.kind, e.recorded_at, e.git_commit, e.git_branch, e.config_name, "
+      "e.config_hash, e.host, e.device,"
+      " e.status, r.final_loss, r.tokens_per_sec, r.mfu, r.p99_ms, c.baseline_name, c.exit_code,"
+      " c.tokens_per_sec_pct, c.p99_ms_pct FROM entries e LEFT JOIN runs r ON r.entry_id = e.id"
+      " LEFT JOIN compares c ON c.entry_id = e.id ORDER BY e.recorded_at DESC, e.id DESC LIMIT ?");
   st.bind(1, limit > 0 ? limit : int64_t{-1});
   std::vector<Entry> out;
   while (st.step()) {
@@ -219,7 +259,8 @@ int64_t Store::prune(int64_t keep) {
   int64_t deleted = 0;
   db_->write_transaction([&] {
     const std::string doomed =
-        "(SELECT id FROM entries ORDER BY recorded_at DESC, id DESC LIMIT -1 OFFSET " + std::to_string(keep) + ")";
+        "(SELECT id FROM entries ORDER BY recorded_at DESC, id DESC LIMIT -1 OFFSET " +
+        std::to_string(keep) + ")";
     db_->exec("DELETE FROM runs WHERE entry_id IN " + doomed);
     db_->exec("DELETE FROM compares WHERE entry_id IN " + doomed);
     db_->exec("DELETE FROM entries WHERE id IN " + doomed);
@@ -230,8 +271,10 @@ int64_t Store::prune(int64_t keep) {
 
 std::vector<SeriesPoint> Store::series(const std::string& config_name) const {
   sql::Stmt st(*db_,
-               "SELECT e.id, e.recorded_at, e.git_commit, e.git_branch, e.config_name, e.config_hash, e.host, e.device,"
-               " r.tokens_per_sec, r.p99_ms, r.final_loss, r.mfu FROM entries e JOIN runs r ON r.entry_id = e.id"
+               "SELECT e.id, e.recorded_at, e.git_commit, e.git_branch, e.config_name, "
+               "e.config_hash, e.host, e.device,"
+               " r.tokens_per_sec, r.p99_ms, r.final_loss, r.mfu FROM entries e JOIN runs r ON "
+               "r.entry_id = e.id"
                " WHERE e.kind = 'run' AND e.status = 'ok' AND (?1 = '' OR e.config_name = ?1)"
                " ORDER BY e.recorded_at, e.id");
   st.bind(1, config_name);
@@ -255,9 +298,11 @@ std::vector<SeriesPoint> Store::series(const std::string& config_name) const {
   return out;
 }
 
-std::optional<ReferenceCurve> Store::latest_loss_curve(const std::string& config_hash, const std::string& host) const {
+std::optional<ReferenceCurve> Store::latest_loss_curve(const std::string& config_hash,
+                                                       const std::string& host) const {
   sql::Stmt st(*db_,
-               "SELECT e.id, e.git_commit, e.recorded_at, r.run_dir, r.loss_curve FROM entries e JOIN runs r ON r.entry_id = e.id"
+               "SELECT e.id, e.git_commit, e.recorded_at, r.run_dir, r.loss_curve FROM entries e "
+               "JOIN runs r ON r.entry_id = e.id"
                " WHERE e.kind = 'run' AND e.status = 'ok' AND e.config_hash = ? AND e.host = ?"
                " ORDER BY e.recorded_at DESC, e.id DESC LIMIT 1");
   st.bind(1, config_hash).bind(2, host);
@@ -282,7 +327,8 @@ std::string try_record_run(const fs::path& db, const RunSummary& s, const std::s
   }
 }
 
-std::string try_record_compare(const fs::path& db, const compare::CompareResult& r, const std::vector<std::string>& report_paths) {
+std::string try_record_compare(const fs::path& db, const compare::CompareResult& r,
+                               const std::vector<std::string>& report_paths) {
   try {
     Store::open(db, true).record_compare(r, report_paths);
     return "";

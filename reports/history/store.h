@@ -82,9 +82,11 @@ class Store {
   const std::filesystem::path& path() const { return path_; }
   int schema_version() const;
 
-  int64_t record_run(const RunSummary& s, const std::string& config_toml, const std::vector<double>& loss_curve,
-                     const std::string& run_dir, const RecordOptions& opt = {});
-  int64_t record_compare(const compare::CompareResult& r, const std::vector<std::string>& report_paths,
+  int64_t record_run(const RunSummary& s, const std::string& config_toml,
+                     const std::vector<double>& loss_curve, const std::string& run_dir,
+                     const RecordOptions& opt = {});
+  int64_t record_compare(const compare::CompareResult& r,
+                         const std::vector<std::string>& report_paths,
                          const RecordOptions& opt = {});
 
   std::vector<Entry> list(int64_t limit = 0) const;  // newest first; 0 = all
@@ -97,7 +99,8 @@ class Store {
 
   // Healthy runs (status ok), oldest first; config_name "" = all configs.
   std::vector<SeriesPoint> series(const std::string& config_name = "") const;
-  std::optional<ReferenceCurve> latest_loss_curve(const std::string& config_hash, const std::string& host) const;
+  std::optional<ReferenceCurve> latest_loss_curve(const std::string& config_hash,
+                                                  const std::string& host) const;
 
  private:
   Store(std::filesystem::path path, std::unique_ptr<sql::Db> db);
@@ -106,8 +109,9 @@ class Store {
 };
 
 // Records a finished run; never throws. Returns "" or a one-line reason it was not recorded.
-std::string try_record_run(const std::filesystem::path& db, const RunSummary& s, const std::string& config_toml,
-                           const std::vector<double>& loss_curve, const std::string& run_dir);
+std::string try_record_run(const std::filesystem::path& db, const RunSummary& s,
+                           const std::string& config_toml, const std::vector<double>& loss_curve,
+                           const std::string& run_dir);
 // Records a comparison; never throws. Returns "" or a one-line reason.
 std::string try_record_compare(const std::filesystem::path& db, const compare::CompareResult& r,
                                const std::vector<std::string>& report_paths);
