@@ -3,7 +3,7 @@
 //   10% slowdown: baseline vs baseline + [faults] slowdown_pct = 10 -> how often the throughput
 //   check catches it (detection; target >= 95%)
 //
-//   build/bench/ab_bench [TRIALS] [OUT_DIR]
+//   build/bench/ab_bench [TRIALS] [OUT_DIR] [both|aa|slow]
 #include <cstdio>
 #include <iostream>
 
@@ -16,11 +16,13 @@ int main(int argc, char** argv) {
   const int trials = argc > 1 ? std::atoi(argv[1]) : 20;
   const fs::path out =
       argc > 2 ? fs::path(argv[2]) : fs::temp_directory_path() / "lockstep-ab-bench";
+  const std::string which = argc > 3 ? argv[3] : "both";  // both | aa | slow
   fs::create_directories(out);
   int aa_fail = 0, aa_perf_fail = 0, slow_caught = 0, slow_runs = 0;
   double aa_sum_abs = 0;
   for (int t = 0; t < trials; ++t) {
     for (int kind = 0; kind < 2; ++kind) {
+      if ((which == "aa" && kind == 1) || (which == "slow" && kind == 0)) continue;
       const fs::path dir = out / ((kind == 0 ? "aa-" : "slow-") + std::to_string(t));
       fs::remove_all(dir);
       std::vector<std::string> args{
