@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "harness/compare/analysis.h"
 #include "harness/exit_codes.h"
 #include "harness/gate/gate.h"
+#include "harness/gate/policy.h"
 
 using namespace lockstep;
 using namespace lockstep::compare;
@@ -229,6 +231,30 @@ TEST(Gate, NonFiniteValuesFailAndTooFewRepeatsAreSaid) {
   EXPECT_FALSE(find(r, "finite values")->passed);
   EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 3 repeats per arm"),
             std::string::npos);
+}
+
+TEST(Gate, PolicyComesFromPolicyFileElseTheVariantsGateElseDefaults) {
+  const std::filesystem::path root = LOCKSTEP_SOURCE_DIR;
+  const std::string zero3 = (root / "configs/variants/zero3.toml").string();
+  const std::string base = (root / "configs/baseline.toml").string();
+  const std::string lenient = (root / "tests/configs/timing_lenient_policy.toml").string();
+
+  auto own = gate::resolve_policy("", config::Config::load(zero3), zero3);
+  EXPECT_EQ(own.source, "[gate] of " + zero3);
+  EXPECT_DOUBLE_EQ(own.policy.max_slowdown_pct, 50.0);
+  ASSERT_TRUE(own.policy.min_memory_saving_pct.has_value());
+  EXPECT_DOUBLE_EQ(*own.policy.min_memory_saving_pct, 15.0);
+
+  auto defaults = gate::resolve_policy("", config::Config::load(base), base);
+  EXPECT_EQ(defaults.source, "defaults");
+  EXPECT_DOUBLE_EQ(defaults.policy.max_p99_regression_pct, 0.0);
+  EXPECT_FALSE(defaults.policy.min_memory_saving_pct.has_value());
+
+  // --policy wins over the variant's own [gate], entirely (no key of zero3's [gate] leaks in).
+  auto file = gate::resolve_policy(lenient, config::Config::load(zero3), zero3);
+  EXPECT_EQ(file.source, "--policy " + lenient);
+  EXPECT_DOUBLE_EQ(file.policy.max_p99_regression_pct, 300.0);
+  EXPECT_FALSE(file.policy.min_memory_saving_pct.has_value());
 }
 
 TEST(Breakdown, PhaseFindingsAndOperatorMovers) {

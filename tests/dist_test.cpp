@@ -199,16 +199,23 @@ TEST(Watchdog, StalledRankExits3WithinTheTimeoutNamingThePhase) {
 
 TEST(Compare, Zero3AgainstDataParallelPassesAligned) {
   TempDir tmp;
-  auto r = run_lockstep({"compare", "configs/ddp2.toml", "configs/variants/zero3.toml", "--steps",
-                         "40", "--out", tmp / "c"},
-                        tmp.path(), 1200);
+  // zero3.toml's own [gate] (resolved by a unit test) bounds the slowdown at ~1.5x the measured
+  // cost; the test keeps its memory rule but not a timing verdict (tests never gate on timing).
+  auto r = run_lockstep(
+      {"compare", "configs/ddp2.toml", "configs/variants/zero3.toml", "--steps", "40", "--policy",
+       "tests/configs/zero_timing_lenient_policy.toml", "--out", tmp / "c"},
+      tmp.path(), 1200);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["alignment"]["class"], "exact");
   EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>());
   EXPECT_LT(rep["alignment"]["abs_diff"].get<double>(), 1e-5);
   EXPECT_LT(rep["delta"]["memory_pct"].get<double>(), 0.0);
-  EXPECT_EQ(rep["policy_source"], "[gate] of configs/variants/zero3.toml");
+  EXPECT_EQ(rep["policy_source"], "--policy tests/configs/zero_timing_lenient_policy.toml");
+  bool memory_checked = false;
+  for (const auto& c : rep["checks"])
+    if (c["name"] == "memory saving") memory_checked = c["passed"].get<bool>();
+  EXPECT_TRUE(memory_checked) << r.output;
 }
 
 // The path torchrun / Slurm / mpirun take: ranks started by someone else, rank 0 hosting the store.

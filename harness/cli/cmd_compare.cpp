@@ -146,7 +146,7 @@ void add_compare_command(CLI::App& app, Action& action) {
 
 void add_bisect_command(CLI::App& app, Action& action) {
   struct Opts {
-    std::string baseline, variant, out;
+    std::string baseline, variant, out, policy;
     int64_t steps = 0, repeats = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -159,6 +159,8 @@ void add_bisect_command(CLI::App& app, Action& action) {
   b->add_option("--steps", o->steps, "override run.steps")->check(CLI::PositiveNumber);
   b->add_option("--repeats", o->repeats, "timing repeats per arm in each trial")
       ->check(CLI::PositiveNumber);
+  b->add_option("--policy", o->policy,
+                "a TOML file whose [gate] section every trial applies (default: the baseline's)");
   b->callback([&action, o] {
     action = [o] {
       compare::BisectRequest req;
@@ -166,6 +168,7 @@ void add_bisect_command(CLI::App& app, Action& action) {
       req.variant = o->variant;
       req.steps = o->steps;
       req.repeats = o->repeats;
+      req.policy_file = o->policy;
       req.out_dir = o->out.empty()
                         ? util::timestamped_run_dir(
                               "bisect-" + std::filesystem::path(o->variant).stem().string())

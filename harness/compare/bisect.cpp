@@ -26,6 +26,7 @@ BisectResult run_bisect(const BisectRequest& req) {
     cr.variant = {"variant", req.baseline, applied};
     cr.steps = req.steps;
     cr.repeats = req.repeats;
+    cr.policy_file = req.policy_file;
     cr.out_dir = (std::filesystem::path(req.out_dir) / dir).string();
     cr.log = req.log;
     if (req.log)

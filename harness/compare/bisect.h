@@ -12,6 +12,8 @@ namespace lockstep::compare {
 
 struct BisectRequest {
   std::string baseline, variant, out_dir;
+  std::string
+      policy_file;  // --policy FILE: the [gate] every trial applies (default: the baseline's)
   int64_t steps = 0, repeats = 0;
   std::function<void(const std::string&)> log;
 };

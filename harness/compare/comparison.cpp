@@ -162,16 +162,9 @@ CompareResult run_comparison(const CompareRequest& req) {
   if (r.mode == "golden")
     r.baseline.loss_curve = read_golden(req.golden_file);  // before any run starts
 
-  // Policy: --policy FILE, else the variant's [gate] (which inherits the baseline's).
-  if (!req.policy_file.empty()) {
-    r.policy = gate::Policy::from(config::Config::load(req.policy_file));
-    r.policy_source = "--policy " + req.policy_file;
-  } else {
-    r.policy = gate::Policy::from(vcfg);
-    bool custom = false;
-    for (const auto& k : gate::gate_schema().keys) custom = custom || vcfg.is_set("gate." + k.name);
-    r.policy_source = custom ? "[gate] of " + req.variant.config : "defaults";
-  }
+  auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
+  r.policy = resolved.policy;
+  r.policy_source = resolved.source;
   if (req.check_step >= 0) r.policy.check_step = req.check_step;
   if (req.repeats > 0) r.policy.repeats = req.repeats;
   r.repeats = r.mode == "ab" ? r.policy.repeats : 0;

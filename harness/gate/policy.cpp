@@ -46,6 +46,15 @@ const config::SectionSchema& gate_schema() {
   return s;
 }
 
+ResolvedPolicy resolve_policy(const std::string& policy_file, const config::Config& variant,
+                              const std::string& variant_path) {
+  if (!policy_file.empty())
+    return {Policy::from(config::Config::load(policy_file)), "--policy " + policy_file};
+  bool custom = false;
+  for (const auto& k : gate_schema().keys) custom = custom || variant.is_set("gate." + k.name);
+  return {Policy::from(variant), custom ? "[gate] of " + variant_path : "defaults"};
+}
+
 Policy Policy::from(const config::Config& c) {
   Policy p;
   p.tolerance = c.number("gate.tolerance");

@@ -28,4 +28,14 @@ struct Policy {
 
 const config::SectionSchema& gate_schema();
 
+// The policy a comparison applies and where it came from, as the reports print it:
+// `--policy FILE` when one is given, else the variant's [gate] (which inherits the baseline's)
+// "[gate] of VARIANT" when any gate key is set, else "defaults".
+struct ResolvedPolicy {
+  Policy policy;
+  std::string source;
+};
+ResolvedPolicy resolve_policy(const std::string& policy_file, const config::Config& variant,
+                              const std::string& variant_path);
+
 }  // namespace lockstep::gate

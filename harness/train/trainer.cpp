@@ -39,7 +39,8 @@ int64_t now_ns() {
 // Extra work, not idleness: a sleeping core lets the host shift time back to the next step (on this
 // VM a 10% sleep measured as a 0-3% slowdown), a busy core does not.
 void spin_ms(double ms) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
   while (std::chrono::steady_clock::now() < until) {
   }
 }
