@@ -21,6 +21,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/util/files.cpp
   harness/util/process.cpp
   harness/util/hugepages.cpp
+  harness/util/format.cpp
   harness/dist/rendezvous.cpp
   harness/summary.cpp
   harness/peak.cpp

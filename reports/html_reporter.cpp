@@ -43,13 +43,6 @@ std::string code(const std::string& s) {
   return "<code>" + html_escape(s) + "</code>";
 }
 
-std::string figure(const std::string& caption, const Plot& p) {
-  std::string body =
-      p.ok() ? p.svg
-             : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
-  return "<figure><figcaption>" + html_escape(caption) + "</figcaption>" + body + "</figure>\n";
-}
-
 std::string delta_row(const std::string& metric, const std::string& b, const std::string& v,
                       const compare::Delta& d, const std::string& unit) {
   std::string delta = html_escape(text::delta_value(d, unit));

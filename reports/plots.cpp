@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "harness/util/files.h"
+#include "reports/html_reporter.h"
 
 extern char** environ;
 
@@ -188,6 +189,13 @@ bool any_finite(const std::vector<double>& xs) {
 }
 
 }  // namespace
+
+std::string figure(const std::string& caption, const Plot& p) {
+  std::string body =
+      p.ok() ? p.svg
+             : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
+  return "<figure><figcaption>" + html_escape(caption) + "</figcaption>" + body + "</figure>\n";
+}
 
 std::string gnuplot_binary() {
   const char* env = std::getenv("LOCKSTEP_GNUPLOT");

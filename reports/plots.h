@@ -17,6 +17,10 @@ struct Plot {
   bool ok() const { return !svg.empty(); }
 };
 
+// The <figure> for a plot on an HTML page: the caption (escaped) and the inline SVG, or
+// "plot unavailable: why" when there is none.
+std::string figure(const std::string& caption, const Plot& p);
+
 // The gnuplot to run: $LOCKSTEP_GNUPLOT if set, else "gnuplot" from PATH.
 std::string gnuplot_binary();
 

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "harness/stats/statistics.h"
+#include "harness/util/format.h"
 
 namespace lockstep::diagnose {
 
@@ -40,10 +41,7 @@ constexpr double kStragglerRatio = 3;  // own time >= (3-1) x median step above 
 using Field = std::function<double(const StepRecord&)>;
 
 std::string fmt(const char* f, double x) {
-  if (!std::isfinite(x)) return std::isnan(x) ? "NaN" : (x > 0 ? "inf" : "-inf");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
+  return util::format_number(f, x);
 }
 std::string f0(double x) {
   return fmt("%.0f", x);

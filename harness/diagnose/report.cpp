@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/util/files.h"
+#include "harness/util/format.h"
 #include "reports/html_page.h"
 #include "reports/html_reporter.h"
 #include "reports/plots.h"
@@ -19,10 +20,7 @@ using nlohmann::json;
 namespace {
 
 std::string fmt(const char* f, double x) {
-  if (!std::isfinite(x)) return std::isnan(x) ? "NaN" : (x > 0 ? "inf" : "-inf");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
+  return util::format_number(f, x);
 }
 std::string num(double x) {
   return fmt("%.10g", x);
@@ -150,15 +148,6 @@ tr.top td{background:#fff5f5;font-weight:600}
 ul.det{margin:4px 0 8px;padding-left:20px}
 )css";
 
-std::string figure(const std::string& caption, const reports::Plot& p) {
-  std::string body =
-      p.ok()
-          ? p.svg
-          : "<p class=\"unavailable\">plot unavailable: " + reports::html_escape(p.error) + "</p>";
-  return "<figure><figcaption>" + reports::html_escape(caption) + "</figcaption>" + body +
-         "</figure>\n";
-}
-
 }  // namespace
 
 DiagnoseReport diagnose_records(RunRecords run, const SpikeThresholds& t) {
@@ -270,6 +259,7 @@ std::string render_markdown(const DiagnoseReport& r) {
 }
 
 std::string render_html(const DiagnoseReport& r) {
+  using reports::figure;
   using reports::html_escape;
   std::ostringstream o;
   const bool events = !r.diagnoses.empty();

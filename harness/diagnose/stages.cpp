@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "harness/util/files.h"
+#include "harness/util/format.h"
 
 namespace lockstep::diagnose {
 using nlohmann::json;
@@ -15,9 +16,7 @@ using nlohmann::json;
 namespace {
 
 std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
+  return util::format_number(f, x);
 }
 
 double unit_ms(const UnitCost& u) {

@@ -2,17 +2,15 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <set>
+#include "harness/util/format.h"
 
 namespace lockstep::scale {
 namespace {
 
 std::string g(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
-  return buf;
+  return util::format_number("%.4g", x);
 }
 
 }  // namespace

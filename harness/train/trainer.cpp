@@ -354,7 +354,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
                           .count();
       spin_ms(so_far * s.faults.slowdown_pct / 100.0);
     }
-    rec.loss = global_loss.item<double>();  // the step's one host sync
+    rec.loss = global_loss.item<double>();  // host sync (the other: the gradient norm above)
     rec.local_loss = local_loss.item<double>();
     timer.mark("other");
     rec.phase_ms = timer.finish(&rec.step_ms);

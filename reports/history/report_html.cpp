@@ -11,6 +11,7 @@
 namespace lockstep::history {
 namespace {
 
+using reports::figure;
 using reports::html_escape;
 
 // The history report's own rules, on top of the shared page stylesheet (reports/html_page.h).
@@ -32,13 +33,6 @@ std::string code(const std::string& s) {
 }
 std::string commit(const std::string& c) {
   return "<code title=\"" + html_escape(c) + "\">" + html_escape(short_commit(c)) + "</code>";
-}
-
-std::string figure(const std::string& caption, const reports::Plot& p) {
-  std::string body =
-      p.ok() ? p.svg
-             : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
-  return "<figure><figcaption>" + html_escape(caption) + "</figcaption>" + body + "</figure>\n";
 }
 
 void banner(std::ostream& o, const Report& r) {

@@ -7,14 +7,13 @@
 #include <vector>
 
 #include "harness/stats/statistics.h"
+#include "harness/util/format.h"
 
 namespace lockstep::history {
 namespace {
 
 std::string g(double x) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.10g", x);
-  return buf;
+  return util::format_number("%.10g", x);
 }
 
 }  // namespace

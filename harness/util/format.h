@@ -1,0 +1,12 @@
+// printf-style text for one number, as the reports, notes and plot scripts write them.
+#pragma once
+
+#include <string>
+
+namespace lockstep::util {
+
+// snprintf(printf_format, x), e.g. ("%.2f", 3.14159) -> "3.14", ("%.4g", 1e-5) -> "1e-05".
+// Non-finite values print as "NaN", "inf" or "-inf" whatever the format.
+std::string format_number(const char* printf_format, double x);
+
+}  // namespace lockstep::util
