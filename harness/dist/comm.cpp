@@ -1,5 +1,7 @@
 #include "harness/dist/comm.h"
 
+#include <signal.h>
+
 #include <thread>
 
 namespace lockstep::dist {
@@ -26,6 +28,12 @@ Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch
       world_(who.world_size),
       timeout_(static_cast<int64_t>(cfg.timeout_s * 1000.0)) {
   if (world_ == 1) return;
+  // A dead peer must surface as the error Gloo raises (which names the collective and lets this
+  // rank write its summary and exit 3), not as SIGPIPE killing this rank silently: Gloo's TCP pairs
+  // write with writev, which raises SIGPIPE on a socket the peer has closed. (Python ignores
+  // SIGPIPE, which is why torchrun's ranks never see this.) CI saw it once: rank 1 killed by
+  // SIGKILL, rank 0 then "killed by signal 13 (Broken pipe)" with no summary.json.
+  ::signal(SIGPIPE, SIG_IGN);
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<uint16_t>(who.master_port);
   opts.isServer = !who.agent_store && rank_ == 0;
