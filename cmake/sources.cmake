@@ -20,7 +20,7 @@ set(LOCKSTEP_CORE_SOURCES
   workloads/data.cpp
   harness/util/files.cpp
   harness/util/process.cpp
-  harness/util/hugepages.cpp
+  harness/util/malloc_tuning.cpp
   harness/util/format.cpp
   harness/dist/rendezvous.cpp
   harness/summary.cpp

@@ -1,8 +1,8 @@
 // Lockstep: does this training optimization really help, and is it still the same math?
 #include "harness/cli/cli.h"
-#include "harness/util/hugepages.h"
+#include "harness/util/malloc_tuning.h"
 
 int main(int argc, char** argv) {
-  lockstep::util::ensure_malloc_hugepages(argv);  // stable timings from one process to the next
+  lockstep::util::ensure_malloc_tuning(argv);  // stable, fault-free timings (see the header)
   return lockstep::cli::main(argc, argv);
 }

@@ -62,6 +62,11 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
   EXPECT_GT(s["step_ms"]["p99"].get<double>(), s["step_ms"]["p50"].get<double>() * 0.999);
   EXPECT_TRUE(s["mfu"].is_number());
   EXPECT_EQ(s["environment"]["libtorch"].get<std::string>().substr(0, 1).empty(), false);
+  // The binary re-executed itself with its malloc settings (util::ensure_malloc_tuning).
+  EXPECT_NE(s["environment"]["malloc_tunables"].get<std::string>().find(
+                "glibc.malloc.mmap_threshold=33554432"),
+            std::string::npos)
+      << s["environment"]["malloc_tunables"];
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "config.toml"));
 }
 

@@ -58,6 +58,8 @@ std::map<std::string, std::string> describe_environment(const std::string& devic
   env["world_size"] = std::to_string(world);
   env["blas"] = blas_in_use();
   env["cpu"] = cpu_model();
+  const char* tunables = std::getenv("GLIBC_TUNABLES");  // set by util::ensure_malloc_tuning
+  env["malloc_tunables"] = tunables && *tunables ? tunables : "none";
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   env["host"] = host;
