@@ -1,17 +1,20 @@
 #include "variants/attention.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <tuple>
 
 namespace lockstep::variants {
 namespace {
 
-// (T, T) boolean mask, true above the diagonal; built once per length and device.
-const torch::Tensor& causal_mask(int64_t T, const torch::Device& device) {
-  thread_local std::map<std::pair<int64_t, std::string>, torch::Tensor> cache;
-  auto& m = cache[{T, device.str()}];
+// (T, T) additive causal mask: 0 on and below the diagonal, -inf above it; built once per
+// length, dtype and device.
+const torch::Tensor& causal_bias(int64_t T, const torch::TensorOptions& opts) {
+  thread_local std::map<std::tuple<int64_t, int, std::string>, torch::Tensor> cache;
+  auto& m = cache[{T, static_cast<int>(opts.dtype().toScalarType()), opts.device().str()}];
   if (!m.defined())
-    m = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+    m = torch::full({T, T}, -std::numeric_limits<float>::infinity(), opts).triu(1);
   return m;
 }
 
@@ -19,14 +22,17 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
                              const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention",
                   std::vector<c10::IValue>());  // one name for both kernels: comparable totals
-  const int64_t T = q.size(2);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
-  // Scale q, not the (T, T) scores: T/hd times fewer multiplications.
-  auto att = torch::matmul(q * scale, k.transpose(-2, -1));  // (B, H, T, T)
-  att.masked_fill_(causal_mask(T, q.device()),
-                   -std::numeric_limits<float>::infinity());  // a fresh tensor: in place
-  att = torch::softmax(att, -1);                              // (B, H, T, T)
-  return torch::matmul(att, v);                               // (B, H, T, hd)
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), hd = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  auto q3 = q.reshape({B * H, T, hd}), k3 = k.reshape({B * H, T, hd}),
+       v3 = v.reshape({B * H, T, hd});  // views of contiguous heads
+  // scale * q k^T + mask in one GEMM call: the mask is the GEMM's accumulator (beta = 1), so no
+  // masked_fill pass forward, no masking pass backward (softmax's gradient is 0 where it is 0),
+  // and no scaled copy of q.
+  auto att = torch::baddbmm(causal_bias(T, q3.options()).expand({B * H, T, T}), q3,
+                            k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/scale);  // (B*H, T, T)
+  att = torch::softmax(att, -1);                                                // (B*H, T, T)
+  return torch::bmm(att, v3).view({B, H, T, hd});                              // (B, H, T, hd)
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,

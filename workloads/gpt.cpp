@@ -4,6 +4,19 @@
 #include <cmath>
 
 namespace lockstep::workloads {
+namespace {
+
+// A Linear over the last dim of (..., in) as one addmm on (N, in): LibTorch 1.13's Linear on 3-D
+// input runs a matmul and then the bias add as a pass of its own (under autocast with a cast of
+// the bias on top); on 2-D input the bias is the GEMM's accumulator. 2.x flattens the same way.
+torch::Tensor linear(torch::nn::Linear& lin, const torch::Tensor& x) {
+  auto sizes = x.sizes().vec();
+  auto y = lin(x.view({-1, sizes.back()}));  // (N, out)
+  sizes.back() = y.size(1);
+  return y.view(sizes);
+}
+
+}  // namespace
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, AttentionKernel kernel)
     : n_heads_(cfg.n_heads), kernel_(std::move(kernel)) {
@@ -13,14 +26,15 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& cfg, Attenti
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / n_heads_;
-  auto qkv = c_attn(x);                                          // (B, T, 3*C)
-  auto parts = qkv.split(C, /*dim=*/2);                          // 3 x (B, T, C)
-  auto q = parts[0].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
-  auto k = parts[1].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
-  auto v = parts[2].view({B, T, n_heads_, hd}).transpose(1, 2);  // (B, H, T, hd)
+  auto qkv = linear(c_attn, x);  // (B, T, 3*C)
+  // One copy puts q, k and v head-major, (3, B, H, T, hd): each is then a contiguous block that
+  // the attention GEMMs read in place (separate transposes cost a copy each, forward and back).
+  auto heads = qkv.view({B, T, 3, n_heads_, hd}).permute({2, 0, 3, 1, 4}).contiguous();
+  auto qkv_heads = heads.unbind(0);  // 3 x (B, H, T, hd); backward stacks the three gradients
+  const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
   auto y = kernel_(q, k, v);                                     // (B, H, T, hd)
   y = y.transpose(1, 2).contiguous().view({B, T, C});            // (B, T, C)
-  return c_proj(y);                                              // (B, T, C)
+  return linear(c_proj, y);  // (B, T, C)
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {
@@ -31,7 +45,7 @@ MLPImpl::MLPImpl(const ModelConfig& cfg) {
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   // Exact (erf) GELU, as nanoGPT: on CPU LibTorch it is 3x (fp32) to 15x (bf16) faster than the
   // tanh approximation (bench/RESULTS.md), and it is what the workload defines.
-  return c_proj(torch::gelu(c_fc(x)));  // (B, T, 4*C) -> (B, T, C)
+  return linear(c_proj, torch::gelu(linear(c_fc, x)));  // (B, T, 4*C) -> (B, T, C)
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, AttentionKernel kernel) {
