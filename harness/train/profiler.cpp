@@ -72,6 +72,10 @@ void OpProfiler::stop() {
   active_ = false;
 }
 
+void OpProfiler::reset() {
+  for (auto& [name, a] : acc_) a = Acc{};
+}
+
 std::vector<OpStat> OpProfiler::top(int64_t steps, size_t n) const {
   std::vector<OpStat> out;
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;

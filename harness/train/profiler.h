@@ -25,6 +25,8 @@ class OpProfiler {
   // against `epoch`.
   void start(TraceLog* trace, std::chrono::steady_clock::time_point epoch);
   void stop();
+  // Zeroes the counts, keeping what was allocated for them (after a warm-up step).
+  void reset();
   // The `top` operators by self time, per step over `steps` profiled steps.
   std::vector<OpStat> top(int64_t steps, size_t top) const;
 
