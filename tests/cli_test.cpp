@@ -68,6 +68,28 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
             std::string::npos)
       << s["environment"]["malloc_tunables"];
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "config.toml"));
+  // Operator events lie only inside the profiled window (steps 6-10: after the 5 warmup steps);
+  // step 5, the profiler's warm-up, ran with the callbacks on and its operators were dropped.
+  std::ifstream tin(tmp.path() / "a" / "trace.rank0.json");
+  const auto trace = nlohmann::json::parse(tin)["traceEvents"];
+  double lo = 1e300, hi = -1e300;
+  for (const auto& e : trace)
+    if (e.value("cat", "") == "step") {
+      const int step = std::stoi(e["name"].get<std::string>().substr(5));
+      if (step >= 6 && step <= 10) {
+        lo = std::min(lo, e["ts"].get<double>());
+        hi = std::max(hi, e["ts"].get<double>() + e["dur"].get<double>());
+      }
+    }
+  int ops = 0;
+  for (const auto& e : trace)
+    if (e.value("cat", "") == "op") {
+      ++ops;
+      ASSERT_GE(e["ts"].get<double>(), lo) << e;
+      ASSERT_LE(e["ts"].get<double>(), hi) << e;
+    }
+  EXPECT_GT(ops, 100);
+  EXPECT_EQ(s["profiled_steps"].get<int>(), 5);
 }
 
 TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
