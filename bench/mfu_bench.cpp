@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
       fs::remove_all(dir);
       Cell& c = res[{model, dtype}];
       int rc = run({"run", "bench/configs/" + model + ".toml", "--set",
-                    "precision.compute=" + dtype, "--out", dir.string(), "--quiet",
-                    "--no-history"},
+                    "precision.compute=" + dtype, "--out", dir.string(), "--quiet", "--no-history"},
                    out / (tag + ".log"));
       if (rc != 0) {
         ++c.failed;
@@ -65,8 +64,8 @@ int main(int argc, char** argv) {
   for (const auto& key : cells) {
     const Cell& c = res[key];
     if (c.mfu.empty()) {
-      std::printf("%-10s %-5s all %d runs failed (see %s)\n", key.first.c_str(),
-                  key.second.c_str(), c.failed, out.c_str());
+      std::printf("%-10s %-5s all %d runs failed (see %s)\n", key.first.c_str(), key.second.c_str(),
+                  c.failed, out.c_str());
       continue;
     }
     const auto [lo, hi] = std::minmax_element(c.mfu.begin(), c.mfu.end());
@@ -74,8 +73,9 @@ int main(int argc, char** argv) {
                 key.second.c_str(), median(c.tps), median(c.gflops), c.peak / 1e9, median(c.mfu),
                 *lo, *hi, c.failed ? " (some runs failed)" : "");
   }
-  std::printf("(median of %d processes per row; MFU = flops_per_token x tokens/s / calibrated GEMM "
-              "peak; formula: PaLM appendix B, 6N + 12LHQT)\n",
-              repeats);
+  std::printf(
+      "(median of %d processes per row; MFU = flops_per_token x tokens/s / calibrated GEMM "
+      "peak; formula: PaLM appendix B, 6N + 12LHQT)\n",
+      repeats);
   return 0;
 }

@@ -13,8 +13,7 @@ namespace {
 const torch::Tensor& causal_bias(int64_t T, const torch::TensorOptions& opts) {
   thread_local std::map<std::tuple<int64_t, int, std::string>, torch::Tensor> cache;
   auto& m = cache[{T, static_cast<int>(opts.dtype().toScalarType()), opts.device().str()}];
-  if (!m.defined())
-    m = torch::full({T, T}, -std::numeric_limits<float>::infinity(), opts).triu(1);
+  if (!m.defined()) m = torch::full({T, T}, -std::numeric_limits<float>::infinity(), opts).triu(1);
   return m;
 }
 
@@ -31,8 +30,8 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
   // and no scaled copy of q.
   auto att = torch::baddbmm(causal_bias(T, q3.options()).expand({B * H, T, T}), q3,
                             k3.transpose(1, 2), /*beta=*/1.0, /*alpha=*/scale);  // (B*H, T, T)
-  att = torch::softmax(att, -1);                                                // (B*H, T, T)
-  return torch::bmm(att, v3).view({B, H, T, hd});                              // (B, H, T, hd)
+  att = torch::softmax(att, -1);                                                 // (B*H, T, T)
+  return torch::bmm(att, v3).view({B, H, T, hd});                                // (B, H, T, hd)
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,

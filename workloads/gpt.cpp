@@ -32,9 +32,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto heads = qkv.view({B, T, 3, n_heads_, hd}).permute({2, 0, 3, 1, 4}).contiguous();
   auto qkv_heads = heads.unbind(0);  // 3 x (B, H, T, hd); backward stacks the three gradients
   const auto &q = qkv_heads[0], &k = qkv_heads[1], &v = qkv_heads[2];
-  auto y = kernel_(q, k, v);                                     // (B, H, T, hd)
-  y = y.transpose(1, 2).contiguous().view({B, T, C});            // (B, T, C)
-  return linear(c_proj, y);  // (B, T, C)
+  auto y = kernel_(q, k, v);                           // (B, H, T, hd)
+  y = y.transpose(1, 2).contiguous().view({B, T, C});  // (B, T, C)
+  return linear(c_proj, y);                            // (B, T, C)
 }
 
 MLPImpl::MLPImpl(const ModelConfig& cfg) {

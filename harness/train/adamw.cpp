@@ -51,10 +51,10 @@ void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, to
   const double lr_wd = cfg.weight_decay > 0 ? lr * cfg.weight_decay : 0.0;
   if (fusable({&p, &g, &m, &v, &decay})) {
     adamw_cpu_fp32(p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(),
-                   v.data_ptr<float>(), decay.data_ptr<float>(), p.numel(),
-                   static_cast<float>(b1), static_cast<float>(b2),
-                   static_cast<float>(std::sqrt(bc2)), static_cast<float>(cfg.eps),
-                   static_cast<float>(lr_wd), static_cast<float>(lr / bc1));
+                   v.data_ptr<float>(), decay.data_ptr<float>(), p.numel(), static_cast<float>(b1),
+                   static_cast<float>(b2), static_cast<float>(std::sqrt(bc2)),
+                   static_cast<float>(cfg.eps), static_cast<float>(lr_wd),
+                   static_cast<float>(lr / bc1));
     return;
   }
   // Other devices (CUDA): the same formula as tensor ops.

@@ -44,8 +44,12 @@ void TraceLog::write(const std::filesystem::path& path) const {
                     {"ts", 0},
                     {"args", {{"name", "trainer"}}}});
   for (const auto& e : events_) {
-    nlohmann::json j{{"name", strings_[e.name]}, {"cat", strings_[e.cat]}, {"ph", std::string(1, e.ph)},
-                     {"ts", e.ts_us},  {"pid", rank_}, {"tid", e.tid}};
+    nlohmann::json j{{"name", strings_[e.name]},
+                     {"cat", strings_[e.cat]},
+                     {"ph", std::string(1, e.ph)},
+                     {"ts", e.ts_us},
+                     {"pid", rank_},
+                     {"tid", e.tid}};
     if (e.ph == 'X') j["dur"] = e.dur_us;
     events.push_back(std::move(j));
   }
