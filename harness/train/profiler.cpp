@@ -80,8 +80,9 @@ std::vector<OpStat> OpProfiler::top(int64_t steps, size_t n) const {
   std::vector<OpStat> out;
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
   for (const auto& [name, a] : acc_)
-    out.push_back(OpStat{name, static_cast<double>(a.calls) * per, a.self_ns / 1e6 * per,
-                         a.total_ns / 1e6 * per});
+    if (a.calls > 0)  // a warm-up's operators that the window never ran are not listed
+      out.push_back(OpStat{name, static_cast<double>(a.calls) * per, a.self_ns / 1e6 * per,
+                           a.total_ns / 1e6 * per});
   std::sort(out.begin(), out.end(),
             [](const OpStat& x, const OpStat& y) { return x.self_ms > y.self_ms; });
   // Lockstep's own scopes (e.g. lockstep::attention) have little self time but are the totals a

@@ -219,6 +219,12 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     s.model->remove_hooks(s.layers.get());
     s.profiling = false;
   }
+  if (s.profiler_warming) {  // the run ended before its window: the warm-up's numbers go too
+    s.ops.stop();
+    s.ops.reset();
+    if (s.trace) s.trace->drop_since(s.trace_mark, "op");
+    s.profiler_warming = false;
+  }
   out.top_ops = s.ops.top(s.profiled, 25);
   out.layer_costs = s.layers->costs();
   out.profiled_steps = s.profiled;
