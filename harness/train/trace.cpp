@@ -11,8 +11,9 @@ namespace lockstep::train {
 uint32_t TraceLog::intern(const std::string& s) {
   auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
-  strings_.push_back(s);
-  return ids_.emplace(s, static_cast<uint32_t>(strings_.size() - 1)).first->second;
+  it = ids_.emplace(s, static_cast<uint32_t>(strings_.size())).first;
+  strings_.push_back(&it->first);  // std::map nodes never move
+  return it->second;
 }
 
 void TraceLog::add(const TraceEvent& e) {
@@ -44,8 +45,8 @@ void TraceLog::write(const std::filesystem::path& path) const {
                     {"ts", 0},
                     {"args", {{"name", "trainer"}}}});
   for (const auto& e : events_) {
-    nlohmann::json j{{"name", strings_[e.name]},
-                     {"cat", strings_[e.cat]},
+    nlohmann::json j{{"name", *strings_[e.name]},
+                     {"cat", *strings_[e.cat]},
                      {"ph", std::string(1, e.ph)},
                      {"ts", e.ts_us},
                      {"pid", rank_},

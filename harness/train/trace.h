@@ -49,8 +49,8 @@ class TraceLog {
   int rank_;
   size_t max_events_;
   std::vector<Record> events_;
-  std::vector<std::string> strings_;
-  std::map<std::string, uint32_t, std::less<>> ids_;
+  std::map<std::string, uint32_t, std::less<>> ids_;  // name -> id
+  std::vector<const std::string*> strings_;           // id -> name (the map's keys)
 };
 
 }  // namespace lockstep::train

@@ -80,6 +80,13 @@ struct Trainer::Impl {
   bool profiling = false;
   bool profiler_warming = false;
   size_t trace_mark = 0;  // trace size when the profiler's warm-up step began
+
+  // Ends a profiler warm-up: its counts and trace events are dropped (callbacks stay as they are).
+  void discard_profiler_warmup() {
+    ops.reset();
+    if (trace) trace->drop_since(trace_mark, "op");
+    profiler_warming = false;
+  }
   int64_t profiled = 0;
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
@@ -221,9 +228,7 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   }
   if (s.profiler_warming) {  // the run ended before its window: the warm-up's numbers go too
     s.ops.stop();
-    s.ops.reset();
-    if (s.trace) s.trace->drop_since(s.trace_mark, "op");
-    s.profiler_warming = false;
+    s.discard_profiler_warmup();
   }
   out.top_ops = s.ops.top(s.profiled, 25);
   out.layer_costs = s.layers->costs();
@@ -265,9 +270,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     }
     if (s.prof.window > 0 && step == prof_start && !s.profiling) {
       if (s.profiler_warming) {
-        s.ops.reset();
-        if (s.trace) s.trace->drop_since(s.trace_mark, "op");
-        s.profiler_warming = false;
+        s.discard_profiler_warmup();
       } else {
         s.ops.start(s.trace.get(), s.epoch);
       }
