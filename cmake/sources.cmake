@@ -21,6 +21,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/util/files.cpp
   harness/util/process.cpp
   harness/util/malloc_tuning.cpp
+  harness/util/cpu_capability.cpp
   harness/util/format.cpp
   harness/dist/rendezvous.cpp
   harness/summary.cpp

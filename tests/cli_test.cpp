@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "cli_util.h"
+#include "harness/util/cpu_capability.h"
 #include "harness/util/files.h"
 
 using namespace lockstep::testing;
@@ -67,6 +68,13 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
                 "glibc.malloc.mmap_threshold=33554432"),
             std::string::npos)
       << s["environment"]["malloc_tunables"];
+  // LibTorch's kernels run with AVX512 on an AVX512-BF16 CPU (util::ensure_aten_cpu_capability)
+  // unless the caller chose a capability; either way the summary names the one in use.
+  const auto capability = s["environment"]["aten_cpu_capability"].get<std::string>();
+  if (lockstep::util::cpu_has_avx512_bf16() && !std::getenv("ATEN_CPU_CAPABILITY"))
+    EXPECT_EQ(capability, "AVX512");
+  else
+    EXPECT_NE(capability, "unknown");
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "config.toml"));
   // Operator events lie only inside the profiled window (steps 6-10: after the 5 warmup steps);
   // step 5, the profiler's warm-up, ran with the callbacks on and its operators were dropped.

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <ATen/Version.h>
+
 #include "harness/compat/torch_compat.h"
 #include "harness/train/trainer.h"
 
@@ -39,6 +41,17 @@ std::string blas_in_use() {
   return "unknown";
 }
 
+// The instruction set LibTorch's own CPU kernels run with (util::ensure_aten_cpu_capability), as
+// LibTorch reports it ("CPU capability usage: AVX512" in 1.13 and 2.x).
+std::string aten_cpu_capability() {
+  const std::string config = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const auto pos = config.find(key);
+  if (pos == std::string::npos) return "unknown";
+  const auto end = config.find('\n', pos);
+  return config.substr(pos + key.size(), end == std::string::npos ? end : end - pos - key.size());
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -58,6 +71,7 @@ std::map<std::string, std::string> describe_environment(const std::string& devic
   env["world_size"] = std::to_string(world);
   env["blas"] = blas_in_use();
   env["cpu"] = cpu_model();
+  env["aten_cpu_capability"] = aten_cpu_capability();
   const char* tunables = std::getenv("GLIBC_TUNABLES");  // set by util::ensure_malloc_tuning
   env["malloc_tunables"] = tunables && *tunables ? tunables : "none";
   char host[256] = {0};
