@@ -80,6 +80,9 @@ struct Trainer::Impl {
   bool profiling = false;
   bool profiler_warming = false;
   size_t trace_mark = 0;  // trace size when the profiler's warm-up step began
+  int64_t profiled = 0;
+  int64_t first_step = 1;
+  int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
   // Ends a profiler warm-up: its counts and trace events are dropped (callbacks stay as they are).
   void discard_profiler_warmup() {
@@ -87,9 +90,6 @@ struct Trainer::Impl {
     if (trace) trace->drop_since(trace_mark, "op");
     profiler_warming = false;
   }
-  int64_t profiled = 0;
-  int64_t first_step = 1;
-  int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
   torch::Tensor make_batch(int64_t step, int64_t micro, workloads::BatchStats* stats) {
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
