@@ -14,6 +14,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/train/stability_config.cpp
   harness/train/stability.cpp
   harness/train/trace.cpp
+  harness/train/op_table.cpp
   variants/variant_config.cpp
   workloads/model_config.cpp
   workloads/data_config.cpp

@@ -16,7 +16,7 @@ struct Frame {
 };
 
 // RecordFunction callbacks are plain function pointers: the active profiler of this thread.
-thread_local std::map<std::string, OpProfiler::Acc>* t_acc = nullptr;
+thread_local OpTable* t_acc = nullptr;
 thread_local std::vector<Frame>* t_stack = nullptr;
 thread_local TraceLog* t_trace = nullptr;
 thread_local Clock::time_point t_epoch;
@@ -33,10 +33,7 @@ void on_exit(const at::RecordFunction& fn, at::ObserverContext*) {
   t_stack->pop_back();
   const double total = std::chrono::duration<double, std::nano>(end - f.start).count();
   if (!t_stack->empty()) t_stack->back().child_ns += total;
-  auto& a = (*t_acc)[fn.name()];
-  ++a.calls;
-  a.total_ns += total;
-  a.self_ns += total - f.child_ns;
+  if (t_acc) t_acc->add(fn.name(), total - f.child_ns, total);
   if (t_trace)
     t_trace->add(TraceEvent{fn.name(), "op", 'X',
                             std::chrono::duration<double, std::micro>(f.start - t_epoch).count(),
@@ -55,7 +52,7 @@ void OpProfiler::start(TraceLog* trace, Clock::time_point epoch) {
   static thread_local std::vector<Frame> stack;
   stack.clear();
   t_stack = &stack;
-  t_acc = &acc_;
+  t_acc = &table_;
   t_trace = trace;
   t_epoch = epoch;
   handle_ = at::addThreadLocalCallback(
@@ -72,35 +69,36 @@ void OpProfiler::stop() {
   active_ = false;
 }
 
-void OpProfiler::reset() {
-  for (auto& [name, a] : acc_) a = Acc{};
-}
-
-std::vector<OpStat> OpProfiler::top(int64_t steps, size_t n) const {
-  std::vector<OpStat> out;
-  const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
-  for (const auto& [name, a] : acc_)
-    if (a.calls > 0)  // a warm-up's operators that the window never ran are not listed
-      out.push_back(OpStat{name, static_cast<double>(a.calls) * per, a.self_ns / 1e6 * per,
-                           a.total_ns / 1e6 * per});
-  std::sort(out.begin(), out.end(),
-            [](const OpStat& x, const OpStat& y) { return x.self_ms > y.self_ms; });
-  // Lockstep's own scopes (e.g. lockstep::attention) have little self time but are the totals a
-  // comparison needs: always keep them.
-  std::vector<OpStat> kept;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (i < n || out[i].name.rfind("lockstep::", 0) == 0) kept.push_back(out[i]);
-  return kept;
-}
-
 LayerTimer::LayerTimer(int n_blocks)
     : n_blocks_(n_blocks),
       grad_ready_(static_cast<size_t>(n_blocks) + 1),
       fwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0),
-      bwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0) {}
+      bwd_ms_(static_cast<size_t>(n_blocks) + 2, 0.0),
+      fwd_steps_(fwd_ms_.size()),
+      bwd_steps_(bwd_ms_.size()) {}
 
 double LayerTimer::ms_since(Clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+void LayerTimer::expect_steps(size_t window) {
+  for (auto& v : fwd_steps_) v.reserve(window);
+  for (auto& v : bwd_steps_) v.reserve(window);
+}
+
+void LayerTimer::step_done() {
+  for (size_t i = 0; i < fwd_ms_.size(); ++i) fwd_steps_[i].add(fwd_ms_[i]), bwd_steps_[i].add(bwd_ms_[i]);
+  ++steps_;
+  std::fill(fwd_ms_.begin(), fwd_ms_.end(), 0.0);
+  std::fill(bwd_ms_.begin(), bwd_ms_.end(), 0.0);
+}
+
+void LayerTimer::reset() {
+  std::fill(fwd_ms_.begin(), fwd_ms_.end(), 0.0);
+  std::fill(bwd_ms_.begin(), bwd_ms_.end(), 0.0);
+  for (auto& v : fwd_steps_) v.clear();
+  for (auto& v : bwd_steps_) v.clear();
+  steps_ = 0;
 }
 
 void LayerTimer::forward_begin() {
@@ -143,12 +141,12 @@ void LayerTimer::backward_end() {
 
 std::vector<UnitCost> LayerTimer::costs() const {
   std::vector<UnitCost> out;
-  const double per = steps_ > 0 ? 1.0 / static_cast<double>(steps_) : 0.0;
+  if (steps_ == 0) return out;
   for (size_t i = 0; i < fwd_ms_.size(); ++i) {
     std::string name = i == 0                    ? "embedding"
                        : i == fwd_ms_.size() - 1 ? "head+loss"
                                                  : "block " + std::to_string(i - 1);
-    out.push_back(UnitCost{name, fwd_ms_[i] * per, bwd_ms_[i] * per});
+    out.push_back(UnitCost{name, fwd_steps_[i].median(), bwd_steps_[i].median()});
   }
   return out;
 }

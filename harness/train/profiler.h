@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/train/op_table.h"
 #include "harness/train/records.h"
 #include "harness/train/trace.h"
 #include "workloads/gpt.h"
@@ -24,21 +25,20 @@ class OpProfiler {
   // Starts recording on this thread; operator spans also go to `trace` (may be null), timed
   // against `epoch`.
   void start(TraceLog* trace, std::chrono::steady_clock::time_point epoch);
+  // The profiled steps to expect: their per-step samples are reserved up front.
+  void expect_steps(size_t window) { table_.expect_steps(window); }
   void stop();
   // Zeroes the counts, keeping what was allocated for them (after a warm-up step).
-  void reset();
-  // The `top` operators by self time, per step over `steps` profiled steps.
-  std::vector<OpStat> top(int64_t steps, size_t top) const;
-
-  struct Acc {
-    int64_t calls = 0;
-    double self_ns = 0, total_ns = 0;
-  };
+  void reset() { table_.reset(); }
+  // Closes a profiled step (OpTable::step_done).
+  void step_done() { table_.step_done(); }
+  // The `n` operators by median self time per profiled step (OpTable::top).
+  std::vector<OpStat> top(size_t n) const { return table_.top(n); }
 
  private:
   uint64_t handle_ = 0;
   bool active_ = false;
-  std::map<std::string, Acc> acc_;
+  OpTable table_;
 };
 
 class LayerTimer final : public workloads::UnitHooks {
@@ -48,12 +48,18 @@ class LayerTimer final : public workloads::UnitHooks {
   void forward_end();  // after the loss
   void backward_begin();
   void backward_end();
-  void step_done() { ++steps_; }
+  // The profiled steps to expect: their per-step samples are reserved up front.
+  void expect_steps(size_t window);
+  // Closes a profiled step: its per-unit times become one sample each.
+  void step_done();
+  // Drops every sample (after a warm-up step).
+  void reset();
 
   void after_embedding(torch::Tensor& x) override;
   void after_forward(int unit, torch::Tensor& out) override;
 
-  // Mean ms per step: embedding, block 0..L-1, head+loss.
+  // Median ms per profiled step (a slow step does not move it): embedding, block 0..L-1,
+  // head+loss.
   std::vector<UnitCost> costs() const;
   int64_t steps() const { return steps_; }
 
@@ -61,10 +67,11 @@ class LayerTimer final : public workloads::UnitHooks {
   using Clock = std::chrono::steady_clock;
   double ms_since(Clock::time_point t) const;
   int n_blocks_;
-  int64_t steps_ = 0;
   Clock::time_point fwd_t0_, last_fwd_mark_, bwd_t0_;
   std::vector<Clock::time_point> grad_ready_;  // [0] = embedding output, [i] = block i-1 output
   std::vector<double> fwd_ms_, bwd_ms_;        // [0] embedding, [1..L] blocks, [L+1] head+loss
+  std::vector<stats::BoundedSamples> fwd_steps_, bwd_steps_;  // per unit: its ms in each closed step
+  int64_t steps_ = 0;
 };
 
 }  // namespace lockstep::train

@@ -1,3 +1,5 @@
+#include <sys/resource.h>
+#include <cstdio>
 #include "harness/train/trainer.h"
 
 #include <signal.h>
@@ -87,6 +89,7 @@ struct Trainer::Impl {
   // Ends a profiler warm-up: its counts and trace events are dropped (callbacks stay as they are).
   void discard_profiler_warmup() {
     ops.reset();
+    layers->reset();
     if (trace) trace->drop_since(trace_mark, "op");
     profiler_warming = false;
   }
@@ -167,6 +170,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.sharding = std::make_unique<variants::Sharding>(
       s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
   s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
+  const auto window = static_cast<size_t>(std::min(s.prof.window, s.run.steps));
+  s.layers->expect_steps(window);
+  s.ops.expect_steps(window);
 
   if (!s.opts.resume_from.empty()) {
     auto st = load_checkpoint(s.opts.resume_from, *s.sharding, who.rank);
@@ -228,9 +234,10 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   }
   if (s.profiler_warming) {  // the run ended before its window: the warm-up's numbers go too
     s.ops.stop();
+    s.model->remove_hooks(s.layers.get());
     s.discard_profiler_warmup();
   }
-  out.top_ops = s.ops.top(s.profiled, 25);
+  out.top_ops = s.ops.top(25);
   out.layer_costs = s.layers->costs();
   out.profiled_steps = s.profiled;
   out.trace = s.trace;
@@ -266,6 +273,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     if (s.prof.window > 0 && step == prof_start - 1 && step <= s.run.warmup_steps) {
       s.trace_mark = s.trace ? s.trace->size() : 0;
       s.ops.start(s.trace.get(), s.epoch);
+      s.model->add_hooks(s.layers.get());
       s.profiler_warming = true;
     }
     if (s.prof.window > 0 && step == prof_start && !s.profiling) {
@@ -273,8 +281,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
         s.discard_profiler_warmup();
       } else {
         s.ops.start(s.trace.get(), s.epoch);
+        s.model->add_hooks(s.layers.get());
       }
-      s.model->add_hooks(s.layers.get());
       s.profiling = true;
     }
     if (s.profiling) rec.timed = false;
@@ -295,7 +303,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
 
       s.progress.phase = "forward";
       torch::Tensor loss, train_loss;  // the reported cross-entropy; what is differentiated
-      if (s.profiling) s.layers->forward_begin();
+      if (s.profiling || s.profiler_warming) s.layers->forward_begin();
       {
         auto scope = s.precision->forward_scope();
         auto logits =
@@ -305,16 +313,16 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
                          ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
                          : loss;
       }
-      if (s.profiling) s.layers->forward_end();
+      if (s.profiling || s.profiler_warming) s.layers->forward_end();
       if (s.faults.nonfinite_at == step)
         loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
       timer.mark("forward");
       timer.move("forward", "comm", s.comm->take_ms());
 
       s.progress.phase = "backward";
-      if (s.profiling) s.layers->backward_begin();
+      if (s.profiling || s.profiler_warming) s.layers->backward_begin();
       (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
-      if (s.profiling) s.layers->backward_end();
+      if (s.profiling || s.profiler_warming) s.layers->backward_end();
       timer.mark("backward");
       timer.move("backward", "comm", s.comm->take_ms());
 
@@ -401,6 +409,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     }
     if (s.profiling) {
       s.layers->step_done();
+      s.ops.step_done();
       if (++s.profiled >= s.prof.window) {
         s.ops.stop();
         s.model->remove_hooks(s.layers.get());
@@ -409,6 +418,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     }
     s.progress.phase = "checkpoint";
 
+    { static long last = 0; struct rusage ru; getrusage(RUSAGE_SELF, &ru); fprintf(stderr, "DBG step %ld minflt %ld majflt %ld\n", (long)step, ru.ru_minflt - last, ru.ru_majflt); last = ru.ru_minflt; }
     out.records.push_back(rec);
     observer.on_step(rec);
     if (!std::isfinite(rec.loss)) {
