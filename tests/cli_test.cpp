@@ -47,6 +47,8 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
       run_lockstep({"run", "configs/baseline.toml", "--out", tmp / "b", "--quiet"}, tmp.path());
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
+  // --quiet and successful: nothing on stdout or stderr (no stray diagnostics left in the step).
+  EXPECT_EQ(a.output, "");
   auto la = losses(tmp.path() / "a" / "metrics.jsonl"),
        lb = losses(tmp.path() / "b" / "metrics.jsonl");
   ASSERT_EQ(la.size(), 200u);

@@ -59,7 +59,7 @@ TEST(OpTable, ResetDropsTheWarmUpAndItsOperators) {
   OpTable t(2);
   t.add("aten::warmup_only", 50e6, 50e6);
   t.add("aten::mm", 40e6, 40e6);
-  t.step_done();  // whatever the warm-up closed, reset forgets it
+  t.step_done();                  // whatever the warm-up closed, reset forgets it
   t.add("aten::mm", 40e6, 40e6);  // and an open step's counts go too
   t.reset();
   EXPECT_EQ(t.steps(), 0);

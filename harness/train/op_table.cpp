@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace lockstep::train {
 
 void OpTable::add(std::string_view name, double self_ns, double total_ns) {

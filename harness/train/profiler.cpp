@@ -87,7 +87,8 @@ void LayerTimer::expect_steps(size_t window) {
 }
 
 void LayerTimer::step_done() {
-  for (size_t i = 0; i < fwd_ms_.size(); ++i) fwd_steps_[i].add(fwd_ms_[i]), bwd_steps_[i].add(bwd_ms_[i]);
+  for (size_t i = 0; i < fwd_ms_.size(); ++i)
+    fwd_steps_[i].add(fwd_ms_[i]), bwd_steps_[i].add(bwd_ms_[i]);
   ++steps_;
   std::fill(fwd_ms_.begin(), fwd_ms_.end(), 0.0);
   std::fill(bwd_ms_.begin(), bwd_ms_.end(), 0.0);

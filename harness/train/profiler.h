@@ -70,7 +70,8 @@ class LayerTimer final : public workloads::UnitHooks {
   Clock::time_point fwd_t0_, last_fwd_mark_, bwd_t0_;
   std::vector<Clock::time_point> grad_ready_;  // [0] = embedding output, [i] = block i-1 output
   std::vector<double> fwd_ms_, bwd_ms_;        // [0] embedding, [1..L] blocks, [L+1] head+loss
-  std::vector<stats::BoundedSamples> fwd_steps_, bwd_steps_;  // per unit: its ms in each closed step
+  // Per unit, its ms in each closed step.
+  std::vector<stats::BoundedSamples> fwd_steps_, bwd_steps_;
   int64_t steps_ = 0;
 };
 

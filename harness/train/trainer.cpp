@@ -1,5 +1,3 @@
-#include <sys/resource.h>
-#include <cstdio>
 #include "harness/train/trainer.h"
 
 #include <signal.h>
@@ -286,6 +284,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       s.profiling = true;
     }
     if (s.profiling) rec.timed = false;
+    const bool time_layers = s.profiling || s.profiler_warming;  // a warm-up runs the hooks too
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum =
@@ -303,7 +302,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
 
       s.progress.phase = "forward";
       torch::Tensor loss, train_loss;  // the reported cross-entropy; what is differentiated
-      if (s.profiling || s.profiler_warming) s.layers->forward_begin();
+      if (time_layers) s.layers->forward_begin();
       {
         auto scope = s.precision->forward_scope();
         auto logits =
@@ -313,16 +312,16 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
                          ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
                          : loss;
       }
-      if (s.profiling || s.profiler_warming) s.layers->forward_end();
+      if (time_layers) s.layers->forward_end();
       if (s.faults.nonfinite_at == step)
         loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
       timer.mark("forward");
       timer.move("forward", "comm", s.comm->take_ms());
 
       s.progress.phase = "backward";
-      if (s.profiling || s.profiler_warming) s.layers->backward_begin();
+      if (time_layers) s.layers->backward_begin();
       (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
-      if (s.profiling || s.profiler_warming) s.layers->backward_end();
+      if (time_layers) s.layers->backward_end();
       timer.mark("backward");
       timer.move("backward", "comm", s.comm->take_ms());
 
@@ -418,7 +417,6 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     }
     s.progress.phase = "checkpoint";
 
-    { static long last = 0; struct rusage ru; getrusage(RUSAGE_SELF, &ru); fprintf(stderr, "DBG step %ld minflt %ld majflt %ld\n", (long)step, ru.ru_minflt - last, ru.ru_majflt); last = ru.ru_minflt; }
     out.records.push_back(rec);
     observer.on_step(rec);
     if (!std::isfinite(rec.loss)) {
