@@ -10,8 +10,9 @@ void OpTable::add(std::string_view name, double self_ns, double total_ns) {
     it = acc_.emplace(std::string(name), Acc{}).first;
     // An operator first seen at step k had no time in steps 0..k-1.
     auto& a = it->second;
-    a.self_by_step.reserve(std::max(window_, static_cast<size_t>(steps_) + 1));
-    a.total_by_step.reserve(std::max(window_, static_cast<size_t>(steps_) + 1));
+    const size_t expected = std::max(window_, static_cast<size_t>(steps_) + 1);
+    a.self_by_step.reserve(expected);
+    a.total_by_step.reserve(expected);
     for (int64_t k = 0; k < steps_; ++k) a.self_by_step.add(0.0), a.total_by_step.add(0.0);
   }
   ++it->second.open_calls;

@@ -89,7 +89,6 @@ void LayerTimer::expect_steps(size_t window) {
 void LayerTimer::step_done() {
   for (size_t i = 0; i < fwd_ms_.size(); ++i)
     fwd_steps_[i].add(fwd_ms_[i]), bwd_steps_[i].add(bwd_ms_[i]);
-  ++steps_;
   std::fill(fwd_ms_.begin(), fwd_ms_.end(), 0.0);
   std::fill(bwd_ms_.begin(), bwd_ms_.end(), 0.0);
 }
@@ -99,7 +98,6 @@ void LayerTimer::reset() {
   std::fill(bwd_ms_.begin(), bwd_ms_.end(), 0.0);
   for (auto& v : fwd_steps_) v.clear();
   for (auto& v : bwd_steps_) v.clear();
-  steps_ = 0;
 }
 
 void LayerTimer::forward_begin() {
@@ -142,7 +140,7 @@ void LayerTimer::backward_end() {
 
 std::vector<UnitCost> LayerTimer::costs() const {
   std::vector<UnitCost> out;
-  if (steps_ == 0) return out;
+  if (fwd_steps_.front().seen() == 0) return out;  // no closed step
   for (size_t i = 0; i < fwd_ms_.size(); ++i) {
     std::string name = i == 0                    ? "embedding"
                        : i == fwd_ms_.size() - 1 ? "head+loss"

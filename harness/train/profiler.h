@@ -7,7 +7,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -61,7 +60,6 @@ class LayerTimer final : public workloads::UnitHooks {
   // Median ms per profiled step (a slow step does not move it): embedding, block 0..L-1,
   // head+loss.
   std::vector<UnitCost> costs() const;
-  int64_t steps() const { return steps_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -72,7 +70,6 @@ class LayerTimer final : public workloads::UnitHooks {
   std::vector<double> fwd_ms_, bwd_ms_;        // [0] embedding, [1..L] blocks, [L+1] head+loss
   // Per unit, its ms in each closed step.
   std::vector<stats::BoundedSamples> fwd_steps_, bwd_steps_;
-  int64_t steps_ = 0;
 };
 
 }  // namespace lockstep::train
