@@ -102,8 +102,8 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   o << "  " << (a.aligned ? "aligned" : "NOT aligned")
     << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
 
-  o << "\nPerformance (" << r.repeats
-    << " repeats per arm; medians, 95% bootstrap CI, Mann-Whitney p)\n";
+  o << "\nPerformance (" << text::timing_summary(r)
+    << (r.timed ? "; medians, 95% bootstrap CI, Mann-Whitney p)\n" : ")\n");
   const auto& b = r.baseline;
   const auto& v = r.variant;
   std::string mem_delta =

@@ -58,7 +58,7 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
   o << "<header class=\"banner " << (pass ? "pass" : "fail") << "\"><h1>"
     << (pass ? "✔ PASS" : "✘ FAIL") << "</h1><p>variant <b>" << html_escape(r.variant.name)
     << "</b> vs baseline <b>" << html_escape(r.baseline.name) << "</b> · exit " << r.exit_code
-    << " · mode " << html_escape(r.mode) << " · " << r.repeats << " repeats per arm · "
+    << " · mode " << html_escape(r.mode) << " · " << html_escape(text::timing_summary(r)) << " · "
     << fixed(r.wall_seconds, 1) << " s</p></header>\n<main>\n";
   for (const auto& w : r.warnings) o << "<div class=\"notice\">⚠ " << html_escape(w) << "</div>\n";
   if (r.too_few_repeats)
@@ -121,10 +121,12 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   auto ci = [](const compare::ArmResult& a) {
     return "[" + fixed(a.tokens_per_sec_ci_lo, 0) + ", " + fixed(a.tokens_per_sec_ci_hi, 0) + "]";
   };
-  o << "<section><h2>Performance</h2>\n<p class=\"muted\">Medians over " << r.repeats
-    << " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided Mann-Whitney U "
-       "p-values. "
-       "Bold deltas are significant.</p>\n"
+  o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
+    << (r.timed ? "Medians over " + std::to_string(r.repeats) +
+                      " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided "
+                      "Mann-Whitney U p-values. Bold deltas are significant."
+                : html_escape(text::timing_summary(r)) + ".")
+    << "</p>\n"
     << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
        "class=\"num\">Δ</th>"
        "<th class=\"num\">95% CI</th><th class=\"num\">p</th><th></th></tr>\n"

@@ -176,6 +176,7 @@ json to_json(const compare::CompareResult& r) {
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
+          {"timed", r.timed},
           {"too_few_repeats", r.too_few_repeats},
           {"wall_seconds", number(r.wall_seconds)},
           {"environment", r.env}};

@@ -70,8 +70,8 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   const bool pass = r.verdict == "pass";
   o << "## " << (pass ? "✅" : "❌") << " Lockstep: " << (pass ? "PASS" : "FAIL") << " — "
     << markdown_escape(r.variant.name) << " vs " << markdown_escape(r.baseline.name) << "\n\n";
-  o << "exit " << r.exit_code << " · mode " << markdown_escape(r.mode) << " · " << r.repeats
-    << " repeats per arm · " << fixed(r.wall_seconds, 1) << " s\n\n";
+  o << "exit " << r.exit_code << " · mode " << markdown_escape(r.mode) << " · "
+    << text::timing_summary(r) << " · " << fixed(r.wall_seconds, 1) << " s\n\n";
   for (const auto& w : r.warnings) o << "> ⚠️ " << markdown_escape(w) << "\n";
   if (r.too_few_repeats)
     o << "> ⚠️ too few repeats for a significance test: deltas are indicative only\n";

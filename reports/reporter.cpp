@@ -96,4 +96,11 @@ std::vector<std::string> lines(const std::string& s) {
 }
 
 }  // namespace text
+std::string text::timing_summary(const compare::CompareResult& r) {
+  if (r.timed) return std::to_string(r.repeats) + " repeats per arm";
+  if (r.mode == "golden") return "not timed (golden mode)";
+  if (!r.failed_arm.empty()) return "not timed (a run failed)";
+  return "not timed (the loss does not align)";
+}
+
 }  // namespace lockstep::reports

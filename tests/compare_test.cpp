@@ -31,6 +31,7 @@ CompareResult healthy_result() {
   CompareResult r;
   r.mode = "ab";
   r.repeats = 5;
+  r.timed = true;
   r.alignment.aligned = true;
   r.alignment.baseline_loss = r.alignment.variant_loss = 1.5;
   r.baseline.tokens_per_sec = r.variant.tokens_per_sec = 1000;
@@ -115,6 +116,17 @@ TEST(Alignment, ApproximateKnobsAreJudgedAgainstTheSeedBand) {
   auto out = check_alignment(b, {2.0, 1.56}, 0, 5e-4, "approximate", band);
   EXPECT_FALSE(out.aligned);
   EXPECT_NE(out.explanation.find("outside"), std::string::npos);
+}
+
+TEST(Alignment, ANonFiniteSeedLossMakesTheBandUnknownNotNarrower) {
+  std::vector<double> b{2.0, 1.50}, v{2.0, 1.50001};
+  // Without the NaN seed, the band would be 0.03 wide and the variant inside it.
+  BandInput band{{1234, 1235, 1236}, {1.50, NAN, 1.53}};
+  auto a = check_alignment(b, v, 0, 5e-4, "approximate", band);
+  ASSERT_TRUE(a.band.has_value());
+  EXPECT_TRUE(std::isnan(a.band->half_width));
+  EXPECT_FALSE(a.aligned);
+  EXPECT_NE(a.explanation.find("spread at step 2 is unknown"), std::string::npos) << a.explanation;
 }
 
 TEST(Determinism, RepeatsMustReproduceThePrefixBitForBit) {
@@ -231,6 +243,46 @@ TEST(Gate, NonFiniteValuesFailAndTooFewRepeatsAreSaid) {
   EXPECT_FALSE(find(r, "finite values")->passed);
   EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 3 repeats per arm"),
             std::string::npos);
+}
+
+TEST(Gate, AnUntimedComparisonHasNoTimingChecks) {
+  auto r = healthy_result();
+  r.timed = false;  // e.g. the loss did not align, so no repeat ran
+  r.alignment.aligned = false;
+  gate::apply(r);
+  EXPECT_EQ(find(r, "throughput"), nullptr);
+  EXPECT_EQ(find(r, "p99 latency"), nullptr);
+  EXPECT_EQ(r.exit_code, kExitGateFailed);
+}
+
+TEST(Gate, AnArmStoppedByItsConfigIsAUsageErrorNotACrash) {
+  auto r = healthy_result();
+  r.variant.status = "config error";
+  r.failed_arm = "variant";
+  r.failure = "config error: fp16 autocast is not supported on cpu";
+  gate::apply(r);
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  r.variant.status = "crashed";
+  gate::apply(r);
+  EXPECT_EQ(r.exit_code, kExitRunFailed);
+}
+
+TEST(Gate, GoldenModeHasNoMemoryRuleAndBoundsPrintAsWritten) {
+  auto r = healthy_result();
+  r.mode = "golden";
+  r.timed = false;
+  r.policy.min_memory_saving_pct = 10;  // e.g. zero3.toml's [gate]: no second arm to compare
+  gate::apply(r);
+  EXPECT_EQ(find(r, "memory saving"), nullptr);
+  EXPECT_EQ(r.exit_code, kExitPass);
+  auto t = healthy_result();
+  t.policy.max_p99_regression_pct = 1000;
+  t.policy.max_slowdown_pct = 2.5;
+  gate::apply(t);
+  EXPECT_NE(find(t, "p99 latency")->detail.find("allowed regression 1000%"), std::string::npos)
+      << find(t, "p99 latency")->detail;
+  EXPECT_NE(find(t, "throughput")->detail.find("allowed slowdown 2.5%"), std::string::npos)
+      << find(t, "throughput")->detail;
 }
 
 TEST(Gate, PolicyComesFromPolicyFileElseTheVariantsGateElseDefaults) {

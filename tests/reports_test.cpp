@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fixtures/compare_fixture.h"
+#include "harness/gate/gate.h"
 #include "harness/util/files.h"
 #include "reports/console_reporter.h"
 #include "reports/html_reporter.h"
@@ -93,7 +94,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "baseline",     "variant",    "delta",     "changed_knobs", "changes",
                 "warnings",     "checks",     "breakdown", "policy",        "policy_source",
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
-                "wall_seconds", "environment"}));
+                "timed",        "wall_seconds", "environment"}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
@@ -183,9 +184,39 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_TRUE(j["failed_arm"].is_null());
   EXPECT_TRUE(j["failure"].is_null());
   EXPECT_EQ(j["repeats"], 5);
+  EXPECT_EQ(j["timed"], true);
   EXPECT_EQ(j["too_few_repeats"], false);
   EXPECT_EQ(j["wall_seconds"], 84.2);
   EXPECT_EQ(j["environment"]["host"], "ci-runner-3");
+}
+
+// A comparison whose timing never ran (the loss did not align): no made-up zeros anywhere.
+TEST(JsonReport, AnUntimedComparisonHasNullSpeedAndNoTimingChecks) {
+  compare::CompareResult r;
+  r.mode = "ab";
+  r.alignment.aligned = false;
+  r.alignment.explanation = "exact knob: |delta| 1.2e-01 at step 8 exceeds the tolerance 5e-04";
+  gate::apply(r);
+  for (const auto& c : r.checks) {
+    EXPECT_NE(c.name, "throughput");
+    EXPECT_NE(c.name, "p99 latency");
+  }
+  EXPECT_EQ(r.exit_code, 1);
+  json j = render_json(r);
+  EXPECT_EQ(j["timed"], false);
+  EXPECT_EQ(j["repeats"], 0);
+  EXPECT_TRUE(j["baseline"]["tokens_per_sec"].is_null());
+  EXPECT_TRUE(j["variant"]["step_ms"]["p99"].is_null());
+  for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct"}) {
+    EXPECT_TRUE(j["delta"][d]["value"].is_null()) << d;
+    EXPECT_TRUE(j["delta"][d]["p_value"].is_null()) << d;
+    EXPECT_EQ(j["delta"][d]["wording"], "unknown") << d;
+  }
+  const std::string console = ConsoleReporter(false).render(r);
+  EXPECT_NE(console.find("Performance (not timed (the loss does not align))"), std::string::npos)
+      << console;
+  EXPECT_NE(MarkdownReporter().render(r).find("not timed (the loss does not align)"),
+            std::string::npos);
 }
 
 TEST(JsonReport, NonFiniteNumbersAreNull) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
 #include "harness/exit_codes.h"
@@ -87,16 +88,19 @@ void add_compare_command(CLI::App& app, Action& action) {
       ->expected(1, 2);
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
   cmp->add_option("--steps", o->steps, "override run.steps of both arms")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   cmp->add_option("--repeats", o->repeats, "timing repeats per arm (default gate.repeats = 5)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   cmp->add_option("--policy", o->policy, "a TOML file whose [gate] section is the policy to apply");
   cmp->add_option("--golden", o->golden,
                   "compare the variant's curve with these `step loss` lines (no timing verdict)");
-  cmp->add_option("--set-baseline", o->bsets, "override a baseline key: section.key=value");
-  cmp->add_option("--set-variant", o->vsets, "override a variant key: section.key=value");
+  // One value per occurrence (repeatable): `--set-variant k=v A B` keeps A and B as CONFIGS.
+  cmp->add_option("--set-baseline", o->bsets, "override a baseline key: section.key=value")
+      ->allow_extra_args(false);
+  cmp->add_option("--set-variant", o->vsets, "override a variant key: section.key=value")
+      ->allow_extra_args(false);
   cmp->add_option("--history", o->history,
                   "history database (default: $LOCKSTEP_HISTORY, else runs/history.sqlite)");
   cmp->add_flag("--no-history", o->no_history,
@@ -156,9 +160,9 @@ void add_bisect_command(CLI::App& app, Action& action) {
   b->add_option("BASELINE", o->baseline, "baseline config")->required();
   b->add_option("VARIANT", o->variant, "variant config")->required();
   b->add_option("--out", o->out, "output folder");
-  b->add_option("--steps", o->steps, "override run.steps")->check(CLI::PositiveNumber);
+  b->add_option("--steps", o->steps, "override run.steps")->check(positive_integer());
   b->add_option("--repeats", o->repeats, "timing repeats per arm in each trial")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   b->add_option("--policy", o->policy,
                 "a TOML file whose [gate] section every trial applies (default: the baseline's)");
   b->callback([&action, o] {

@@ -23,7 +23,8 @@ void add_config_commands(CLI::App& app, Action& action) {
   auto* show =
       cfg->add_subcommand("show", "Print the effective config (extends resolved, defaults filled)");
   show->add_option("FILE", so->file, "config file")->required();
-  show->add_option("--set", so->sets, "override: section.key=value (repeatable)");
+  show->add_option("--set", so->sets, "override: section.key=value (repeatable)")
+      ->allow_extra_args(false);
   show->add_flag("--plain", so->plain, "no '# default' / '# from' annotations");
   show->callback([&action, so] {
     action = [so] {

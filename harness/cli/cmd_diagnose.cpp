@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
@@ -60,10 +61,10 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         ->required();
     cmd->add_option("--stages", o->stages, "pipeline stages P")
         ->required()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
     cmd->add_option("--microbatches", o->microbatches,
                     "micro-batches per step for the bubble estimate (default 4*P)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_integer());
     cmd->add_flag("--json", o->json, "print JSON");
     cmd->callback([&action, o] {
       action = [o] {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
 #include "harness/exit_codes.h"
 #include "harness/util/files.h"
 #include "reports/history/report.h"
@@ -128,7 +129,7 @@ void add_history_command(CLI::App& app, Action& action) {
   auto* l = h->add_subcommand("list", "The latest entries, newest first");
   l->add_option("--history", *db, db_help);
   l->add_option("--limit", *limit, "entries to show (0 = all; default 50)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer());
   l->callback([&action, db, limit] {
     action = [db, limit] { return guarded([&] { return list(*db, *limit); }); };
   });
@@ -137,7 +138,7 @@ void add_history_command(CLI::App& app, Action& action) {
   auto* s = h->add_subcommand("show", "Everything recorded for one entry, as JSON");
   s->add_option("ID", *id, "entry id (from `history list`)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   s->add_option("--history", *db, db_help);
   s->callback(
       [&action, db, id] { action = [db, id] { return guarded([&] { return show(*db, *id); }); }; });
@@ -155,7 +156,7 @@ void add_history_command(CLI::App& app, Action& action) {
 
   auto keep = std::make_shared<int64_t>(0);
   auto* p = h->add_subcommand("prune", "Delete all but the newest N entries");
-  p->add_option("--keep", *keep, "entries to keep")->required()->check(CLI::NonNegativeNumber);
+  p->add_option("--keep", *keep, "entries to keep")->required()->check(non_negative_integer());
   p->add_option("--history", *db, db_help);
   p->callback([&action, db, keep] {
     action = [db, keep] { return guarded([&] { return prune(*db, *keep); }); };
@@ -170,13 +171,13 @@ void add_history_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"tokens_per_sec", "mfu", "p99_ms", "final_loss"}));
   r->add_option("--window", ro->report.window,
                 "exit 1 when a regression starts within the last N commits (default 5)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   r->add_option("--min-change", ro->report.changepoint.min_change_pct,
                 "smallest change to report, percent (default 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   r->add_option("--loss-tolerance", ro->report.loss_tolerance,
                 "final-loss change that counts as drift (default 0: any)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   r->add_option("--out", ro->out, "report folder (default runs/history-report)");
   r->add_option("--history", *db, db_help);
   r->callback([&action, db, ro] {

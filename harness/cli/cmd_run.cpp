@@ -5,6 +5,7 @@
 
 #include "harness/calibrate.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
 #include "harness/compat/torch_compat.h"
 #include "harness/exit_codes.h"
 #include "harness/peak.h"
@@ -18,15 +19,16 @@ void add_run_command(CLI::App& app, Action& action) {
   run->add_option("CONFIG", req->config, "config file (TOML)");
   run->add_option("--steps", req->steps,
                   "optimizer steps (overrides run.steps and the LR schedule's length)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   run->add_option("--stop-after", req->stop_after,
                   "stop after this step; the schedule stays run.steps long")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   run->add_option("--out", req->out, "output folder (default runs/<time>-<name>)");
-  run->add_option("--set", req->sets, "override a key: section.key=value (repeatable)");
+  run->add_option("--set", req->sets, "override a key: section.key=value (repeatable)")
+      ->allow_extra_args(false);  // one value per --set: `--set k=v CONFIG` keeps CONFIG
   run->add_option("--nproc", req->nproc,
                   "ranks to spawn on this machine (overrides parallel.world_size)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   run->add_option("--resume", req->resume, "continue a run folder from its latest checkpoint");
   run->add_option("--export-losses", req->export_losses,
                   "write the loss curve as 'step loss' lines (golden values)");
@@ -56,10 +58,10 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   auto* cal = app.add_subcommand(
       "calibrate",
       "Measure this CPU's GEMM peak per dtype and thread count (for MFU) and cache it");
-  cal->add_option("--threads", o->threads, "thread counts to measure")->check(CLI::PositiveNumber);
+  cal->add_option("--threads", o->threads, "thread counts to measure")->check(positive_integer());
   cal->add_option("--dtypes", o->dtypes, "dtypes to measure")
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  cal->add_option("--seconds", o->seconds, "time per GEMM size")->check(CLI::PositiveNumber);
+  cal->add_option("--seconds", o->seconds, "time per GEMM size")->check(positive_number());
   cal->callback([&action, o] {
     action = [o] {
       for (int t : o->threads)

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
 #include "harness/scale/scaling.h"
@@ -59,11 +60,12 @@ void add_scale_command(CLI::App& app, Action& action) {
   sc->add_option("--mode", o->mode, "strong (fixed global batch), weak (batch_size x N) or both")
       ->check(CLI::IsMember({"strong", "weak", "both"}));
   sc->add_option("--repeats", o->repeats, "runs per point; the median tokens/s is kept (default 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
   sc->add_option("--steps-timed", o->steps_timed,
                  "timed steps per run, after warmup and the profile window (default 30)")
-      ->check(CLI::PositiveNumber);
-  sc->add_option("--set", o->sets, "override a config key for every point: section.key=value");
+      ->check(positive_integer());
+  sc->add_option("--set", o->sets, "override a config key for every point: section.key=value")
+      ->allow_extra_args(false);  // one value per --set: `--set k=v CONFIG` keeps CONFIG
   sc->add_option("--out", o->out, "report folder (default runs/<time>-scale-<name>)");
   sc->callback([&action, o] {
     action = [o] {

@@ -78,20 +78,31 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
     SeedBand sb;
     sb.seeds = band->seeds;
     sb.losses = band->losses;
-    for (size_t i = 1; i < band->losses.size(); ++i)
-      sb.half_width = std::max(sb.half_width, std::fabs(band->losses[i] - band->losses[0]));
+    // A non-finite seed loss makes the band unknown (NaN), never silently narrower: std::max
+    // would drop the NaN and judge the variant against the remaining seeds only.
+    for (size_t i = 1; i < band->losses.size(); ++i) {
+      const double spread = std::fabs(band->losses[i] - band->losses[0]);
+      sb.half_width = std::isfinite(spread) ? std::max(sb.half_width, spread) : NAN;
+      if (std::isnan(sb.half_width)) break;
+    }
     sb.lo = band->losses[0] - sb.half_width;
     sb.hi = band->losses[0] + sb.half_width;
     sb.inside = std::isfinite(a.abs_diff) && a.abs_diff <= sb.half_width;
     a.band = sb;
     a.aligned = sb.inside;
-    std::snprintf(
-        buf, sizeof buf,
-        "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread %.2e "
-        "(%zu seeds)%s",
-        a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
-        sb.half_width, band->losses.size(),
-        a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
+    if (std::isnan(sb.half_width))
+      std::snprintf(buf, sizeof buf,
+                    "approximate knob: the baseline's seed-to-seed spread at step %lld is unknown "
+                    "(a seed's loss there is not finite), so |delta| %.2e cannot be judged",
+                    static_cast<long long>(a.check_step), a.abs_diff);
+    else
+      std::snprintf(
+          buf, sizeof buf,
+          "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread "
+          "%.2e (%zu seeds)%s",
+          a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
+          sb.half_width, band->losses.size(),
+          a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
   } else {
     a.aligned = a.equal_to_3dp;
     std::snprintf(
@@ -174,7 +185,7 @@ Delta mfu_delta(const std::vector<double>& b, const std::vector<double>& v, cons
   if (b.empty() || v.empty()) {
     Delta d;
     d.known = false;
-    d.wording = "unknown (no peak FLOP/s for this device)";
+    d.wording = "unknown";  // no peak FLOP/s for this device: the arms' MFU says so
     return d;
   }
   const double point = 100.0 * (stats::median(v) - stats::median(b));

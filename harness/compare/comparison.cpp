@@ -167,10 +167,16 @@ CompareResult run_comparison(const CompareRequest& req) {
   r.policy_source = resolved.source;
   if (req.check_step >= 0) r.policy.check_step = req.check_step;
   if (req.repeats > 0) r.policy.repeats = req.repeats;
-  r.repeats = r.mode == "ab" ? r.policy.repeats : 0;
-  r.too_few_repeats = r.mode == "ab" && r.repeats < 5;
-  if (r.too_few_repeats)
-    r.warnings.push_back("too few repeats: " + std::to_string(r.repeats) +
+  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
+  // clamp silently (the seed band would be read at the wrong step).
+  const int64_t last_step = std::min(bcfg.integer("run.steps"), vcfg.integer("run.steps"));
+  if (r.policy.check_step > last_step)
+    throw UsageError((req.check_step >= 0 ? std::string("--check-step ")
+                                          : "gate.check_step = ") +
+                     std::to_string(r.policy.check_step) + " is past the last step (" +
+                     std::to_string(last_step) + ")");
+  if (r.mode == "ab" && r.policy.repeats < 5)
+    r.warnings.push_back("too few repeats: " + std::to_string(r.policy.repeats) +
                          " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
                          "cannot reach 0.05 below 4)");
 
@@ -220,6 +226,7 @@ CompareResult run_comparison(const CompareRequest& req) {
     if (outs[0].status != "ok") fail_arm(r, r.baseline, outs[0]);
   } else {
     r.baseline.name = "golden";
+    r.loss_reference = "golden file " + req.golden_file;
   }
   fill_arm_from_alignment(r.variant, jobs[vi], outs[vi]);
   if (r.mode == "golden") r.env = outs[vi].summary.env;
@@ -295,6 +302,9 @@ CompareResult run_comparison(const CompareRequest& req) {
       if (!r.failed_arm.empty()) break;
     }
     if (r.failed_arm.empty()) {
+      r.timed = true;
+      r.repeats = r.policy.repeats;
+      r.too_few_repeats = r.repeats < 5;
       r.determinism.checked = true;
       const std::string db = first_nondeterminism(r.baseline.loss_curve, curves_b);
       const std::string dv = first_nondeterminism(r.variant.loss_curve, curves_v);

@@ -2,6 +2,7 @@
 // harness/compare/analysis.h and harness/gate/gate.h; formatted only by reports/.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,10 +31,11 @@ struct ArmResult {
   std::vector<double> mfu_repeats;                   // empty when the peak is unknown
   std::vector<std::vector<double>> step_ms_repeats;  // timed step latencies per repeat
   // Aggregates over the repeats (median of per-repeat values; latency percentiles pooled).
-  double tokens_per_sec = 0;
-  double tokens_per_sec_ci_lo = 0, tokens_per_sec_ci_hi = 0;  // 95% bootstrap CI of that median
+  // NaN (written as null) until the timing repeats have run.
+  double tokens_per_sec = NAN;
+  double tokens_per_sec_ci_lo = NAN, tokens_per_sec_ci_hi = NAN;  // 95% bootstrap CI of that median
   std::optional<double> mfu;
-  Percentiles step_ms;
+  Percentiles step_ms{NAN, NAN, NAN, NAN};
   int64_t peak_memory_bytes = 0;
   std::map<std::string, double> phase_share;  // median over the timing repeats (share of the step)
   std::map<std::string, double> phase_ms;     // median over the timing repeats (ms per step)
@@ -48,8 +50,8 @@ struct Delta {
   double ci_lo = 0, ci_hi = 0;  // 95% bootstrap confidence interval
   double p_value = 1;           // Mann-Whitney U, two-sided, over the repeats
   bool significant = false;     // p < alpha and the CI excludes 0
-  bool known = true;            // false when it cannot be computed (e.g. MFU with unknown peak)
-  std::string wording;          // "faster" | "slower" | "no significant change" (or higher/lower)
+  bool known = false;           // false until computed, and when it cannot be (not timed, no peak)
+  std::string wording = "unknown";  // "faster" | "slower" | "no significant change" (higher/lower)
 };
 
 struct SeedBand {
@@ -126,8 +128,9 @@ struct CompareResult {
   std::vector<Check> checks;
   std::string failed_arm;  // "baseline" | "variant" when a run failed
   std::string failure;
-  int64_t repeats = 0;
-  bool too_few_repeats = false;
+  int64_t repeats = 0;           // timing repeats per arm that ran (0 when not timed)
+  bool timed = false;            // the timing repeats ran to the end: the deltas are measured
+  bool too_few_repeats = false;  // timed, with too few repeats for a significance test
   double wall_seconds = 0;
   std::string out_dir;
   std::map<std::string, std::string> env;  // of the baseline's alignment run

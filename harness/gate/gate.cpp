@@ -8,6 +8,13 @@
 namespace lockstep::gate {
 namespace {
 
+// A policy bound as written: 5, 2.5, 1000, 1e+05 (no truncated "1000." or "0.000").
+std::string bound(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 std::string fmt_delta(const compare::Delta& d, const char* unit) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g: %s", d.point, unit,
@@ -43,14 +50,16 @@ void apply(compare::CompareResult& r) {
   if (runs_ok)
     r.checks.push_back(Check{"loss alignment", r.alignment.aligned, r.alignment.explanation});
 
-  const bool timed = r.mode == "ab" && runs_ok && r.repeats > 0;
+  // Only a comparison whose timing repeats ran has speed to judge: an untimed one (golden mode,
+  // a loss that does not align, a failed arm) shows no timing checks rather than made-up zeros.
+  const bool timed = r.mode == "ab" && runs_ok && r.timed;
   if (timed) {
     const auto& t = r.delta.tokens_per_sec_pct;
     const bool slow = t.significant && t.ci_hi < -p.max_slowdown_pct;
     r.checks.push_back(Check{"throughput", !slow,
                              "tokens/s " + fmt_delta(t, "%") +
                                  (slow ? "; slower than the allowed " : "; allowed slowdown ") +
-                                 std::to_string(p.max_slowdown_pct).substr(0, 5) + "%" +
+                                 bound(p.max_slowdown_pct) + "%" +
                                  inconclusive});
     const auto& l = r.delta.p99_ms_pct;
     const bool worse = l.significant && l.ci_lo > p.max_p99_regression_pct;
@@ -58,16 +67,17 @@ void apply(compare::CompareResult& r) {
         Check{"p99 latency", !worse,
               "P99 step time " + fmt_delta(l, "%") +
                   (worse ? "; regression beyond the allowed " : "; allowed regression ") +
-                  std::to_string(p.max_p99_regression_pct).substr(0, 5) + "%" + inconclusive});
+                  bound(p.max_p99_regression_pct) + "%" + inconclusive});
     if (p.min_speedup_pct) {
       const bool ok = t.significant && t.point > 0 && t.point >= *p.min_speedup_pct;
       r.checks.push_back(Check{"min speedup", ok,
                                "required a significant speed-up of at least " +
-                                   std::to_string(*p.min_speedup_pct).substr(0, 5) +
+                                   bound(*p.min_speedup_pct) +
                                    "%; measured " + fmt_delta(t, "%")});
     }
   }
-  if (p.min_memory_saving_pct && runs_ok) {
+  // A memory saving is a property of two arms: golden mode has one (its reference is a curve).
+  if (p.min_memory_saving_pct && runs_ok && r.mode == "ab") {
     const bool known = r.delta.memory_pct.has_value();
     const double saving = known ? -*r.delta.memory_pct : NAN;
     char buf[200];
@@ -94,7 +104,13 @@ void apply(compare::CompareResult& r) {
   bool all = true;
   for (const auto& c : r.checks) all = all && c.passed;
   r.verdict = all ? "pass" : "fail";
-  r.exit_code = !runs_ok ? kExitRunFailed : all ? kExitPass : kExitGateFailed;
+  // An arm that stopped on its config (e.g. fp16 on a CPU) is the user's input, not a crash.
+  const bool config_error =
+      r.baseline.status == "config error" || r.variant.status == "config error";
+  r.exit_code = config_error ? kExitUsage
+                : !runs_ok   ? kExitRunFailed
+                : all        ? kExitPass
+                             : kExitGateFailed;
 }
 
 }  // namespace lockstep::gate

@@ -1,5 +1,8 @@
 #include "harness/train/profile_config.h"
 
+#include <algorithm>
+#include <string>
+
 namespace lockstep::train {
 
 const config::SectionSchema& profile_schema() {
@@ -19,7 +22,22 @@ const config::SectionSchema& profile_schema() {
           KeySpec::Bool("trace", true, "write trace.rank<r>.json (Chrome trace-event format)")
               .kind(Knob::None),
       },
-      nullptr,
+      // Warmup and profiled steps are never timed: a window that covers every step after the
+      // warmup would leave a run with no timing at all (null tokens/s), so say so up front.
+      [](config::Config& c) {
+        const int64_t steps = c.integer("run.steps"), warm = c.integer("run.warmup_steps");
+        const int64_t window = c.integer("profile.window");
+        if (window == 0 || warm >= steps) return;  // run.warmup_steps has its own check
+        const int64_t start = c.integer("profile.start") > 0 ? c.integer("profile.start") : warm + 1;
+        const int64_t lo = std::max(start, warm + 1), hi = std::min(start + window - 1, steps);
+        const int64_t profiled = std::max<int64_t>(0, hi - lo + 1);
+        if (steps - warm - profiled >= 1) return;
+        c.fail(c.is_set("profile.window") || !c.is_set("run.steps") ? "profile.window"
+                                                                     : "run.steps",
+               "warmup_steps = " + std::to_string(warm) + " and " + std::to_string(profiled) +
+                   " profiled steps leave no timed step (steps = " + std::to_string(steps) +
+                   "); raise steps, or set profile.window = 0");
+      },
   };
   return s;
 }
