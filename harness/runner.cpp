@@ -113,6 +113,19 @@ int run_training(const RunRequest& req) {
   const auto who = dist::rank_info_from_env();
   const int world = static_cast<int>(cfg.integer("parallel.world_size"));
   if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw UsageError(out.string() + ": exists and is not a folder (--out names a run folder)");
+
+  // A fresh run into a folder that already holds one would mix the two: metrics.jsonl and
+  // summary.json overwritten, the old run's checkpoints (which --resume would pick up) and its
+  // per-rank files (which diagnose reads) left behind. Refuse before writing anything. Ranks
+  // started by a launcher skip this: the launcher (or the first rank) has created the folder.
+  if (req.resume.empty() && who.source == "default" && fs::exists(out / "config.toml")) {
+    std::cerr << "lockstep run: " << out.string()
+              << " already holds a run (config.toml); choose another --out, remove it, or "
+                 "--resume it\n";
+    return kExitUsage;
+  }
 
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);
@@ -125,7 +138,6 @@ int run_training(const RunRequest& req) {
 
   const bool rank0 = who.rank == 0;
   fs::create_directories(out);
-  if (rank0 && req.resume.empty()) util::write_atomic(out / "config.toml", cfg.to_toml());
 
   train::TrainOptions topts;
   topts.out_dir = out;
@@ -138,6 +150,9 @@ int run_training(const RunRequest& req) {
     }
   }
   train::Trainer trainer(cfg, who, topts);
+  // After the Trainer: it rejects what only LibTorch can check (fp16 on a CPU, a missing data
+  // file), and a config error must leave the folder as it was.
+  if (rank0 && req.resume.empty()) util::write_atomic(out / "config.toml", cfg.to_toml());
 
   const fs::path metrics = out / (rank0 ? std::string("metrics.jsonl")
                                         : "metrics.rank" + std::to_string(who.rank) + ".jsonl");

@@ -1,6 +1,8 @@
 // End-to-end tests of `lockstep run` and `lockstep compare` with the real binary: real LibTorch
 // training, real processes, real files. Timing-sensitive tests are marked RUN_SERIAL in CMake.
 #include <cmath>
+#include <fstream>
+#include <iterator>
 
 #include <toml++/toml.h>
 
@@ -115,6 +117,90 @@ TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
   auto s = read_json(tmp.path() / "r" / "summary.json");
   EXPECT_EQ(s["status"], "nonfinite");
   EXPECT_EQ(s["failed_step"], 7);
+}
+
+// ---- run folders: nothing already written is lost ----------------------------------------------
+
+namespace {
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+TEST(RunFolder, AFolderHoldingARunIsRefusedAndConfigErrorsWriteNothing) {
+  TempDir tmp;
+  ASSERT_EQ(run_lockstep({"run", "configs/baseline.toml", "--steps", "20", "--out", tmp / "r",
+                          "--quiet", "--no-history"},
+                         tmp.path())
+                .exit_code,
+            0);
+  const std::string config = slurp(tmp.path() / "r" / "config.toml"),
+                    summary = slurp(tmp.path() / "r" / "summary.json"),
+                    metrics = slurp(tmp.path() / "r" / "metrics.jsonl");
+  // A second fresh run into the same folder: refused, the first run's files untouched.
+  auto again = run_lockstep({"run", "configs/variants/fused_attention.toml", "--steps", "30",
+                             "--out", tmp / "r", "--quiet", "--no-history"},
+                            tmp.path());
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("already holds a run"), std::string::npos) << again.output;
+  EXPECT_EQ(slurp(tmp.path() / "r" / "config.toml"), config);
+  EXPECT_EQ(slurp(tmp.path() / "r" / "summary.json"), summary);
+  EXPECT_EQ(slurp(tmp.path() / "r" / "metrics.jsonl"), metrics);
+  // --resume continues the run as written: overrides are refused, not silently applied.
+  auto resumed = run_lockstep({"run", "--resume", tmp / "r", "--set", "optim.lr=0.01"}, tmp.path());
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find("--resume continues"), std::string::npos) << resumed.output;
+  EXPECT_EQ(slurp(tmp.path() / "r" / "config.toml"), config);
+  // A config error found only when the Trainer is built (fp16 on a CPU) leaves no config.toml.
+  auto fp16 = run_lockstep(
+      {"run", "configs/variants/fp16.toml", "--out", tmp / "f", "--quiet", "--no-history"},
+      tmp.path());
+  EXPECT_EQ(fp16.exit_code, 2) << fp16.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "f" / "config.toml"));
+}
+
+TEST(RunFolder, ResumeReadsARelativeDataPathAsTheConfigMeantIt) {
+  TempDir tmp;
+  std::string text;
+  for (int i = 0; text.size() < 64 * 1024; ++i)
+    text += "line " + std::to_string(i * 7919 % 1000) + ": the quick brown fox\n";
+  {
+    std::ofstream(tmp.path() / "input.txt") << text;
+    std::ofstream(tmp.path() / "text.toml")
+        << "extends = \"" << LOCKSTEP_SOURCE_DIR << "/configs/baseline.toml\"\n"
+        << "[run]\nname = \"text\"\nsteps = 30\n[data]\nsource = \"text\"\npath = "
+           "\"input.txt\"\n[checkpoint]\nevery = 5\n";
+  }
+  auto full = run_lockstep({"run", tmp / "text.toml", "--out", tmp / "full", "--quiet",
+                            "--no-history"},
+                           tmp.path());
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  auto cut = run_lockstep({"run", tmp / "text.toml", "--out", tmp / "cut", "--stop-after", "12",
+                           "--quiet", "--no-history"},
+                          tmp.path());
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  // The run folder's config names the file absolutely: resuming from there reads input.txt.
+  const std::string written = slurp(tmp.path() / "cut" / "config.toml");
+  EXPECT_NE(written.find("path = \"" + (tmp.path() / "input.txt").string() + "\""),
+            std::string::npos)
+      << written;
+  auto resumed = run_lockstep({"run", "--resume", tmp / "cut", "--quiet", "--no-history"},
+                              tmp.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto a = losses(tmp.path() / "full" / "metrics.jsonl"),
+             b = losses(tmp.path() / "cut" / "metrics.jsonl");
+  ASSERT_EQ(a.size(), 30u);
+  ASSERT_EQ(b.size(), 30u);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << i + 1;
+  // The resumed process (from the step-10 checkpoint) is cold: its first 5 steps are not timed.
+  const auto ra = lockstep::reports::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
+             rb = lockstep::reports::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
+  for (size_t i = 10; i < 15; ++i) {
+    EXPECT_TRUE(ra[i].timed) << "step " << i + 1;
+    EXPECT_FALSE(rb[i].timed) << "step " << i + 1;
+  }
+  EXPECT_TRUE(rb[15].timed);
 }
 
 TEST(Run, ExportedLossesAreGoldenValuesForCompare) {
@@ -276,4 +362,35 @@ TEST(Mitigation, SkipOutliersSkipsExactlyTheCorruptBatchAndIsExactOnACleanRun) {
   ASSERT_EQ(recs.size(), 80u);
   for (const auto& r : recs) EXPECT_EQ(r.skipped_outlier, r.step == 60) << "step " << r.step;
   EXPECT_GT(recs[59].loss, 2.0 * recs[58].loss);  // the corrupt batch itself is a loss spike
+}
+
+// The outlier window is part of the checkpoint: resumed at step 30, the run still judges the
+// corrupt batch at step 35 against steps 1-34, as the uninterrupted run does (with the window
+// lost, it had 4 steps of history, judged nothing, and applied the corrupt update).
+TEST(Mitigation, SkipOutliersResumesWithItsWindow) {
+  TempDir tmp;
+  auto args = [&](const std::string& out) {
+    return std::vector<std::string>{"run",   "configs/variants/skip_outliers.toml",
+                                    "--steps", "40",
+                                    "--set", "faults.corrupt_batch_at=35",
+                                    "--set", "checkpoint.every=5",
+                                    "--out", out,
+                                    "--quiet", "--no-history"};
+  };
+  auto full = run_lockstep(args(tmp / "full"), tmp.path());
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  auto cut_args = args(tmp / "cut");
+  cut_args.insert(cut_args.end(), {"--stop-after", "32"});
+  auto cut = run_lockstep(cut_args, tmp.path());
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  auto resumed =
+      run_lockstep({"run", "--resume", tmp / "cut", "--quiet", "--no-history"}, tmp.path());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto a = lockstep::reports::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
+             b = lockstep::reports::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);
+  EXPECT_TRUE(a[34].skipped_outlier);
+  EXPECT_TRUE(b[34].skipped_outlier);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].loss, b[i].loss) << "step " << i + 1;
 }

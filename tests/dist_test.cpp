@@ -160,6 +160,19 @@ TEST(FaultTolerance, KilledAndResumedRunIsBitwiseIdenticalTwoRanksZero2) {
         "--set", "checkpoint.every=5", "--quiet", "--out", out};
   };
   ASSERT_EQ(run_lockstep(args(tmp / "full"), tmp.path()).exit_code, 0);
+  // Each rank's optimizer file holds its shard only: master + m + v = 1.5x the m + v bytes the
+  // summary counts per rank (plus archive overhead). Saving the full master buffer made it 2x.
+  {
+    const double state = read_json(tmp.path() / "full" / "summary.json")
+                             ["optimizer_state_bytes_per_rank"]
+                                 .get<double>();
+    const auto ckpt = tmp.path() / "full" / "checkpoints" / "step-00000035";
+    for (const char* f : {"optimizer.rank0.pt", "optimizer.rank1.pt"}) {
+      const double size = static_cast<double>(std::filesystem::file_size(ckpt / f));
+      EXPECT_GT(size, 1.45 * state) << f;
+      EXPECT_LT(size, 1.7 * state) << f;
+    }
+  }
   std::mt19937 rng(std::random_device{}());
   const size_t kill_after = 7 + rng() % 28;
   std::cout << "killing the launcher after step " << kill_after << "\n";

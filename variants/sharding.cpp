@@ -272,6 +272,16 @@ namespace {
 fs::path state_file(const fs::path& dir, int stage, int rank) {
   return dir / ("optimizer.rank" + std::to_string(stage == 0 ? 0 : rank) + ".pt");
 }
+// A tensor for the archive holding only its own elements. Under ZeRO-1/2 a rank's master shard
+// is a view into the full flat buffer; `.cpu()` of a CPU view is that view, and serializing it
+// writes the whole storage (every rank saved the full parameters: 3.77 vs 2.83 MB at ZeRO-3).
+torch::Tensor compact_cpu(const torch::Tensor& t) {
+  torch::Tensor c = t.cpu();
+  const bool compact = c.is_contiguous() && c.storage_offset() == 0 &&
+                       c.storage().nbytes() == static_cast<size_t>(c.nbytes());
+  return compact ? c : c.clone();
+}
+
 }  // namespace
 
 void Sharding::save(const fs::path& dir) const {
@@ -281,9 +291,9 @@ void Sharding::save(const fs::path& dir) const {
                                   padded_numel()}));
   for (const auto& u : units_) {
     const std::string k = "u" + std::to_string(u->index);
-    ar.write(k + ".master", u->master.cpu());
-    ar.write(k + ".m", u->m.cpu());
-    ar.write(k + ".v", u->v.cpu());
+    ar.write(k + ".master", compact_cpu(u->master));
+    ar.write(k + ".m", compact_cpu(u->m));
+    ar.write(k + ".v", compact_cpu(u->v));
   }
   fs::path final_path = state_file(dir, stage_, comm_.rank());
   fs::path tmp = final_path;

@@ -5,10 +5,25 @@
 namespace lockstep::workloads {
 namespace {
 
+// data.path as an absolute path: relative to the file that set it (to the working directory for
+// a --set). The effective config, written into the run folder, then names the same file when
+// `run --resume` reads it back from there, and the config hash names the data, not the spelling.
+void resolve_path(config::Config& c) {
+  if (!c.has_value("data.path")) return;
+  std::filesystem::path p = c.str("data.path");
+  if (p.empty() || p.is_absolute()) return;
+  const std::string& origin = c.where("data.path").file;  // "<--set ...>" for overrides
+  if (origin.rfind("<", 0) != 0) p = std::filesystem::path(origin).parent_path() / p;
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(p, ec);
+  if (!ec) c.resolve("data.path", abs.lexically_normal().string(), "data.path");
+}
+
 void finalize(config::Config& c) {
   const std::string& src = c.str("data.source");
   if (src != "synthetic" && !c.has_value("data.path"))
     c.fail("data.source", "source \"" + src + "\" needs data.path");
+  resolve_path(c);
   if (src == "text" && c.integer("model.vocab_size") < 256)
     c.fail("model.vocab_size", "source \"text\" reads bytes: vocab_size must be >= 256");
   if (src == "tokens" && c.integer("model.vocab_size") > 65536)
@@ -53,13 +68,7 @@ const config::SectionSchema& data_schema() {
 DataConfig DataConfig::from(const config::Config& c) {
   DataConfig d;
   d.source = c.str("data.source");
-  if (c.has_value("data.path")) {
-    std::filesystem::path p = c.str("data.path");
-    const std::string& origin = c.where("data.path").file;  // "<--set ...>" for overrides: the CWD
-    if (p.is_relative() && origin.rfind("<", 0) != 0)
-      p = std::filesystem::path(origin).parent_path() / p;
-    d.path = p.lexically_normal().string();
-  }
+  if (c.has_value("data.path")) d.path = c.str("data.path");  // absolute (finalize)
   d.batch_size = c.integer("data.batch_size");
   d.grad_accum = c.integer("data.grad_accum");
   d.fanout = c.integer("data.fanout");

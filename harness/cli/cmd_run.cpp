@@ -43,6 +43,15 @@ void add_run_command(CLI::App& app, Action& action) {
         std::cerr << "lockstep run: give a CONFIG or --resume DIR (one of them)\n" << run->help();
         return kExitUsage;
       }
+      // A resumed run continues the run its folder's config.toml describes; a changed key or
+      // schedule would make it another run with that file still claiming the old one.
+      if (!req->resume.empty() &&
+          (!req->sets.empty() || req->steps || req->nproc || !req->out.empty())) {
+        std::cerr << "lockstep run: --resume continues " << req->resume
+                  << " as its config.toml says; --set, --steps, --nproc and --out do not "
+                     "apply (--stop-after does)\n";
+        return kExitUsage;
+      }
       return run_training(*req);
     };
   });

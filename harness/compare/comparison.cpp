@@ -73,6 +73,9 @@ std::vector<RunOutput> execute(const std::vector<RunJob>& jobs, int parallel) {
   std::vector<std::vector<std::string>> argvs;
   std::vector<fs::path> logs;
   for (const auto& j : jobs) {
+    // The arm folders belong to this comparison: a rerun into the same --out replaces them (a
+    // run refuses a folder that already holds one).
+    fs::remove_all(j.dir);
     fs::create_directories(j.dir);
     argvs.push_back(argv_of(j));
     logs.push_back(j.dir / "lockstep.log");

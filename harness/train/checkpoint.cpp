@@ -33,7 +33,10 @@ void save_checkpoint(const fs::path& root, int64_t step, const CheckpointState& 
                      {"loss_scale", st.loss_scale},
                      {"clean_steps", st.clean_steps},
                      {"world_size", comm.world()},
-                     {"zero_stage", sharding.stage()}};
+                     {"zero_stage", sharding.stage()},
+                     // JSON doubles round-trip exactly (nlohmann writes max_digits10).
+                     {"outlier_losses", st.outlier_losses},
+                     {"outlier_norms", st.outlier_norms}};
     util::write_atomic(partial / "trainer.json", j.dump(2));
     torch::save(at::detail::getDefaultCPUGenerator().get_state(), (partial / "rng.pt").string());
   }
@@ -73,6 +76,9 @@ CheckpointState load_checkpoint(const fs::path& dir_in, variants::Sharding& shar
   st.opt_steps = j.at("opt_steps").get<int64_t>();
   st.loss_scale = j.at("loss_scale").get<double>();
   st.clean_steps = j.at("clean_steps").get<int64_t>();
+  // Absent in checkpoints written before the window was saved: an empty window, as then.
+  st.outlier_losses = j.value("outlier_losses", std::vector<double>{});
+  st.outlier_norms = j.value("outlier_norms", std::vector<double>{});
   sharding.load(dir);
   torch::Tensor rng;
   torch::load(rng, (dir / "rng.pt").string());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 
 #include "harness/dist/comm.h"
 #include "variants/sharding.h"
@@ -16,6 +17,8 @@ struct CheckpointState {
   int64_t opt_steps = 0;  // AdamW updates applied
   double loss_scale = 1;
   int64_t clean_steps = 0;
+  // [stability] skip_outlier_z's window (losses and grad norms, oldest first); empty when off.
+  std::vector<double> outlier_losses, outlier_norms;
 };
 
 void save_checkpoint(const std::filesystem::path& root, int64_t step, const CheckpointState& st,

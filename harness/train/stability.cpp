@@ -1,5 +1,7 @@
 #include "harness/train/stability.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <vector>
 
@@ -27,6 +29,15 @@ bool OutlierWindow::is_outlier(double loss, double grad_norm, double z) {
     if (losses_.size() > window_) losses_.pop_front(), norms_.pop_front();
   }
   return outlier;
+}
+
+void OutlierWindow::restore(const std::vector<double>& losses, const std::vector<double>& norms) {
+  const size_t n = std::min(losses.size(), norms.size());
+  const size_t first = n > window_ ? n - window_ : 0;
+  losses_.assign(losses.begin() + static_cast<std::ptrdiff_t>(first),
+                 losses.begin() + static_cast<std::ptrdiff_t>(n));
+  norms_.assign(norms.begin() + static_cast<std::ptrdiff_t>(first),
+                norms.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 }  // namespace lockstep::train

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <vector>
 
 #include "harness/train/stability_config.h"
 
@@ -15,6 +16,11 @@ class OutlierWindow {
   // True when loss or grad_norm is more than z robust z-scores above the window (needs 10 steps
   // of history). Values of steps that are not outliers join the window.
   bool is_outlier(double loss, double grad_norm, double z);
+  // The window's values, oldest first, for checkpoints: a resumed run judges its next step
+  // against the same history as the uninterrupted run.
+  std::vector<double> losses() const { return {losses_.begin(), losses_.end()}; }
+  std::vector<double> norms() const { return {norms_.begin(), norms_.end()}; }
+  void restore(const std::vector<double>& losses, const std::vector<double>& norms);
 
  private:
   size_t window_;

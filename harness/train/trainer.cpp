@@ -177,6 +177,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
     s.first_step = st.step + 1;
     s.opt_steps = st.opt_steps;
     s.precision->set_state(st.loss_scale, st.clean_steps);
+    s.outliers.restore(st.outlier_losses, st.outlier_norms);
   }
 }
 
@@ -257,7 +258,14 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     rec.step = step;
     rec.rank = s.who.rank;
     rec.tokens = tokens_per_step;
-    rec.timed = step > s.run.warmup_steps;  // profiled steps are not timed either (set below)
+    // Warmup steps are never timed, nor are the profile window's steps (also when a resume lands
+    // inside the window and the profiler never starts), nor the first warmup_steps steps of a
+    // resumed process: it is as cold as a fresh one.
+    const int64_t prof_first = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
+    const bool in_window =
+        s.prof.window > 0 && step >= prof_first && step < prof_first + s.prof.window;
+    const bool cold = s.first_step > 1 && step < s.first_step + s.run.warmup_steps;
+    rec.timed = step > s.run.warmup_steps && !in_window && !cold;
     rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
 
     if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
@@ -426,11 +434,15 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
                     (s.faults.nonfinite_at == step ? " (injected: faults.nonfinite_at)" : "");
       break;
     }
-    if (s.ckpt_cfg.every > 0 && step % s.ckpt_cfg.every == 0 && step < s.run.steps)
-      save_checkpoint(s.opts.out_dir / "checkpoints", step,
-                      CheckpointState{step, s.opt_steps, s.precision->state().first,
-                                      s.precision->state().second},
-                      *s.sharding, *s.comm, s.ckpt_cfg.keep);
+    if (s.ckpt_cfg.every > 0 && step % s.ckpt_cfg.every == 0 && step < s.run.steps) {
+      // The save is not part of the step (step_ms leaves it out): the watchdog times it on its
+      // own clock, against step_timeout_s only.
+      s.progress.step_started_ns = now_ns();
+      CheckpointState st{step, s.opt_steps, s.precision->state().first,
+                         s.precision->state().second, s.outliers.losses(), s.outliers.norms()};
+      save_checkpoint(s.opts.out_dir / "checkpoints", step, st, *s.sharding, *s.comm,
+                      s.ckpt_cfg.keep);
+    }
   }
 }
 
