@@ -42,7 +42,9 @@ void Watchdog::loop() {
         1e9;
     double limit = timeout_s_ > 0 ? timeout_s_ : 1e300;
     std::string why = "run.step_timeout_s = " + std::to_string(timeout_s_);
-    if (factor_ > 0) {
+    // The factor judges steps against steps; a checkpoint save (whose clock restarts when it
+    // begins) is judged by step_timeout_s alone.
+    if (factor_ > 0 && phase != "checkpoint") {
       std::lock_guard<std::mutex> lock(mu_);
       if (recent_ms_.size() >= 5) {
         std::vector<double> v = recent_ms_;
@@ -55,14 +57,18 @@ void Watchdog::loop() {
     std::string collective = progress_.in_flight ? progress_.in_flight() : "";
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "rank %d: watchdog: step %lld has run %.1f s (limit %.1f s, %s) in phase %s%s",
+                  "rank %d: watchdog: step %lld has run %.3g s (limit %.3g s, %s) in phase %s%s",
                   rank_, static_cast<long long>(progress_.step.load()), elapsed_s, limit,
                   why.c_str(), phase.c_str(),
                   collective.empty() ? ", not in a collective"
                                      : (", waiting in collective " + collective).c_str());
     std::fprintf(stderr, "%s\n", buf);
     std::fflush(stderr);
-    if (on_hang_) on_hang_(buf);
+    try {
+      if (on_hang_) on_hang_(buf);  // writes the summary: must not terminate() on a write error
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank %d: watchdog: could not write the summary: %s\n", rank_, e.what());
+    }
     std::_Exit(3);
   }
 }

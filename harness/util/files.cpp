@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -32,8 +33,11 @@ void write_all(int fd, const char* data, size_t n, const fs::path& p) {
 
 void write_atomic(const fs::path& path, std::string_view content) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  // pid + a per-process counter: two threads (the watchdog and the main thread both writing the
+  // summary) never share a temp file, so whichever renames last leaves a whole file.
+  static std::atomic<uint64_t> seq{0};
   fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(tmp, "cannot create");
   try {
