@@ -141,6 +141,13 @@ TEST(DiagnoseCli, BadRunFolderIsAUsageError) {
   auto r = run_lockstep({"diagnose", (tmp.path() / "nope").string()}, tmp.path(), 60);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not a run folder"), std::string::npos) << r.output;
+  // A run folder whose metrics are corrupt is bad input too (it was exit 3, "a run failed").
+  fs::create_directories(tmp.path() / "corrupt");
+  std::ofstream(tmp.path() / "corrupt" / "metrics.jsonl") << "{\"step\": 1, \"loss\": \n";
+  auto c = run_lockstep({"diagnose", (tmp.path() / "corrupt").string()}, tmp.path(), 60);
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("metrics.jsonl:1: unreadable metrics line"), std::string::npos)
+      << c.output;
 }
 
 // The trace of a real 2-rank run against the trace-event format, and the stage planner on its

@@ -34,9 +34,17 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
         if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
           throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");
-        auto r = diagnose::diagnose_run(o->run);
-        auto files =
-            diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
+        // A run folder with a corrupt file, or an --out that cannot be written, is bad input
+        // (exit 2), not a failed run.
+        diagnose::DiagnoseReport r;
+        std::vector<fs::path> files;
+        try {
+          r = diagnose::diagnose_run(o->run);
+          files =
+              diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
+        } catch (const std::runtime_error& e) {
+          throw UsageError(e.what());
+        }
         if (o->json) {
           std::cout << diagnose::to_json(r).dump(2) << "\n";
         } else {

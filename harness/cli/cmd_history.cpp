@@ -101,7 +101,8 @@ int report(const std::string& db, const ReportOpts& o) {
   return r.exit_code;
 }
 
-// Runs a history command, turning a missing or unreadable database into exit code 2.
+// Runs a history command, turning a missing or unreadable database, or an output it cannot
+// write, into exit code 2.
 int guarded(const std::function<int()>& fn) {
   try {
     return fn();
@@ -110,6 +111,11 @@ int guarded(const std::function<int()>& fn) {
   } catch (const history::sql::Error& e) {
     std::cerr << "lockstep history: " << e.what() << "\n";
   } catch (const std::invalid_argument& e) {
+    std::cerr << "lockstep history: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    // An --out that cannot be written (an existing file where a folder goes, no permission):
+    // the history commands' exit codes are 0, 1 (report: a regression) and 2, never "a run
+    // failed".
     std::cerr << "lockstep history: " << e.what() << "\n";
   }
   return kExitUsage;

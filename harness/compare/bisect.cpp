@@ -62,9 +62,14 @@ BisectResult run_bisect(const BisectRequest& req) {
     auto t = trial("cumulative", applied, "cumulative-" + std::to_string(i + 1));
     if (t.verdict != "pass" && out.first_failing_cumulative.empty())
       out.first_failing_cumulative = sets[i];
+    if (!t.ran) out.exit_code = kExitRunFailed;
     out.trials.push_back(t);
   }
-  if (out.exit_code == 0) out.exit_code = out.culprits.empty() ? kExitPass : kExitGateFailed;
+  // Knobs that pass alone but fail together (an interaction) fail the variant just as a single
+  // culprit does: a CI gate must not exit 0 on them.
+  if (out.exit_code == 0)
+    out.exit_code = out.culprits.empty() && out.first_failing_cumulative.empty() ? kExitPass
+                                                                                 : kExitGateFailed;
   return out;
 }
 

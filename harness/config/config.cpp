@@ -3,6 +3,7 @@
 #include "harness/config/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -86,8 +87,11 @@ class Loader {
     }
     std::ifstream in(file, std::ios::binary);
     if (!in || fs::is_directory(file, ec)) {
-      if (from) throw ConfigError(*from, from_key, "cannot read \"" + shown + "\": no such file");
-      throw ConfigError(SourceLoc{shown, 0, 0}, "<file>", "cannot read: no such file");
+      const std::string why = fs::is_directory(file, ec) ? "a folder, not a config file"
+                              : fs::exists(file, ec)     ? "permission denied"
+                                                         : "no such file";
+      if (from) throw ConfigError(*from, from_key, "cannot read \"" + shown + "\": " + why);
+      throw ConfigError(SourceLoc{shown, 0, 0}, "<file>", "cannot read: " + why);
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -164,11 +168,18 @@ class Loader {
     toml::table t;
     try {
       t = toml::parse("v = " + value_text, std::string_view(shown));
-    } catch (const toml::parse_error&) {
+    } catch (const toml::parse_error& e) {
       // Bare words are strings: --set precision.compute=bf16 (spaces around the word are not part
-      // of it)
+      // of it). For a key that is not a string, TOML's own reason is the useful one ("integer
+      // out of range", not "expected an integer, got string").
       value_text.erase(0, value_text.find_first_not_of(" \t"));
       value_text.erase(value_text.find_last_not_of(" \t") + 1);
+      const KeySpec* spec = schema->find(key);
+      const bool numeric = !value_text.empty() && (std::isdigit(static_cast<unsigned char>(
+                                                       value_text[0])) ||
+                                                   value_text[0] == '+' || value_text[0] == '-');
+      if (spec && spec->type != Type::String && numeric)
+        throw ConfigError(SourceLoc{shown, 1, 1}, dotted, std::string(e.description()));
       try {
         t = toml::parse("v = \"" + value_text + "\"", std::string_view(shown));
       } catch (const toml::parse_error& e) {

@@ -154,8 +154,11 @@ int launch(const LaunchSpec& spec) {
       c.running = false;
       --running;
       if (WIFEXITED(status)) {
-        c.code = WEXITSTATUS(status);
-        c.how = "exit code " + std::to_string(c.code);
+        const int raw = WEXITSTATUS(status);
+        c.how = "exit code " + std::to_string(raw);
+        // The launcher returns the worst rank's code: keep it one of the documented 0-3 (an
+        // exec failure is _exit(127), a crash in a library may exit with anything).
+        c.code = raw >= 0 && raw <= 3 ? raw : 3;
       } else {
         c.code = 3;
         c.how = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +

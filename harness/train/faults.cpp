@@ -27,7 +27,8 @@ const config::SectionSchema& faults_schema() {
           KeySpec::Int("lr_spike_at", 0, "the learning rate jumps 30x at this step")
               .range(0, 1e12)
               .kind(Knob::Fault),
-          KeySpec::Int("grad_blowup_at", 0, "gradients scaled by 1e4 before clipping at this step")
+          KeySpec::Int("grad_blowup_at", 0,
+                       "gradients get noise 1e3 x their RMS before clipping at this step")
               .range(0, 1e12)
               .kind(Knob::Fault),
           KeySpec::Int("stall_rank", -1, "rank that stalls at stall_at")
