@@ -16,12 +16,67 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "bench_util.h"
 #include "harness/stats/statistics.h"
 
 using namespace lockstep::bench;
 namespace fs = std::filesystem;
+
+namespace {
+
+// The targets on the 2-core CI CPU, per dtype.
+double target_mfu(const std::string& dtype) { return dtype == "bf16" ? 0.75 : 0.85; }
+
+// Where the rest of the step goes: one profiled process per cell. Every FLOP the MFU counts is a
+// GEMM FLOP, so the GEMM operators' time in the step (median over the profiled steps, self time:
+// aten::mm, addmm, addmm_, bmm, baddbmm) bounds the MFU from above even if every other operator
+// cost nothing ("ceiling"), and the time left at the target after the GEMMs is what all the
+// elementwise work, casts, layout copies, the loss and the optimizer would have to fit in.
+void print_gemm_ceiling(const fs::path& out,
+                        const std::vector<std::pair<std::string, std::string>>& cells,
+                        std::map<std::string, double>& peak) {
+  static const std::set<std::string> kGemm = {"aten::mm", "aten::addmm", "aten::addmm_",
+                                              "aten::bmm", "aten::baddbmm"};
+  std::printf("\n%-10s %-5s %9s %9s %9s %9s %10s %16s\n", "model", "dtype", "step ms", "GEMM ms",
+              "other ms", "ceiling", "target", "other ms budget");
+  for (const auto& [model, dtype] : cells) {
+    const fs::path dir = out / (model + "-" + dtype + "-profile");
+    fs::remove_all(dir);
+    // 30 steps with a 5-step window: 20 timed steps remain for the step time.
+    const int rc = run({"run", "bench/configs/" + model + ".toml", "--set",
+                        "precision.compute=" + dtype, "--set", "profile.window=5", "--out",
+                        dir.string(), "--quiet", "--no-history"},
+                       out / (model + "-" + dtype + "-profile.log"));
+    const double pk = peak.count(dtype) ? peak[dtype] : 0;
+    if (rc != 0 || pk <= 0) {
+      std::printf("%-10s %-5s profiled run failed (see %s)\n", model.c_str(), dtype.c_str(),
+                  out.c_str());
+      continue;
+    }
+    const auto s = read_json(dir / "summary.json");
+    double gemm_ms = 0;
+    for (const auto& op : s["top_ops"])
+      if (kGemm.count(op["name"].get<std::string>())) gemm_ms += op["self_ms"].get<double>();
+    const double step_ms = s["step_ms"]["p50"].get<double>();
+    // tokens/s is tokens over the timed steps' total time, so this is the tokens of one step.
+    const double tokens_per_step =
+        s["tokens_per_sec"].get<double>() * s["step_ms"]["mean"].get<double>() / 1e3;
+    const double flops_per_step = s["flops_per_token"].get<double>() * tokens_per_step;
+    const double ceiling = flops_per_step / pk / (gemm_ms / 1e3);
+    const double budget_ms = flops_per_step / (target_mfu(dtype) * pk) * 1e3 - gemm_ms;
+    std::printf("%-10s %-5s %9.1f %9.1f %9.1f %8.1f%% %9.0f%% %16.1f\n", model.c_str(),
+                dtype.c_str(), step_ms, gemm_ms, step_ms - gemm_ms, 100.0 * ceiling,
+                100.0 * target_mfu(dtype), budget_ms);
+  }
+  std::printf(
+      "(one profiled process per row: GEMM ms = self time of the GEMM operators per step, median "
+      "over 5 profiled steps; ceiling = the MFU if every other operator were free; other ms "
+      "budget = the step time at the target minus the GEMMs)\n");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const fs::path out =
@@ -98,5 +153,6 @@ int main(int argc, char** argv) {
       "(median of %d processes per row, against the median calibrated GEMM peak; MFU = "
       "flops_per_token x tokens/s / peak; formula: PaLM appendix B, 6N + 12LHQT)\n",
       repeats);
+  print_gemm_ceiling(out, cells, peak);
   return 0;
 }
