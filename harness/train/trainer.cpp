@@ -261,16 +261,15 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     // Warmup steps are never timed, nor are the profile window's steps (also when a resume lands
     // inside the window and the profiler never starts), nor the first warmup_steps steps of a
     // resumed process: it is as cold as a fresh one.
-    const int64_t prof_first = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
+    const int64_t prof_start = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
     const bool in_window =
-        s.prof.window > 0 && step >= prof_first && step < prof_first + s.prof.window;
+        s.prof.window > 0 && step >= prof_start && step < prof_start + s.prof.window;
     const bool cold = s.first_step > 1 && step < s.first_step + s.run.warmup_steps;
     rec.timed = step > s.run.warmup_steps && !in_window && !cold;
     rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
 
     if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
 
-    const int64_t prof_start = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
     // Profiler warm-up (as torch.profiler's schedule has): when the step before the window is an
     // untimed warmup step, it runs with the callbacks on and its numbers are dropped. The
     // profiler's own first allocations (one per operator name) then land before the window;
