@@ -120,12 +120,10 @@ int run_training(const RunRequest& req) {
   // summary.json overwritten, the old run's checkpoints (which --resume would pick up) and its
   // per-rank files (which diagnose reads) left behind. Refuse before writing anything. Ranks
   // started by a launcher skip this: the launcher (or the first rank) has created the folder.
-  if (req.resume.empty() && who.source == "default" && fs::exists(out / "config.toml")) {
-    std::cerr << "lockstep run: " << out.string()
-              << " already holds a run (config.toml); choose another --out, remove it, or "
-                 "--resume it\n";
-    return kExitUsage;
-  }
+  if (req.resume.empty() && who.source == "default" && fs::exists(out / "config.toml"))
+    throw UsageError(out.string() +
+                     " already holds a run (config.toml); choose another --out, remove it, or "
+                     "--resume it");
 
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);

@@ -13,10 +13,9 @@ namespace lockstep::cli {
 
 // An integer >= min (min 1: "a positive integer", min 0: "a non-negative integer").
 inline CLI::Validator integer_at_least(long long min) {
-  const std::string what = min == 1 ? "a positive integer"
-                           : min == 0
-                               ? "a non-negative integer"
-                               : "an integer >= " + std::to_string(min);
+  const std::string what = min == 1   ? "a positive integer"
+                           : min == 0 ? "a non-negative integer"
+                                      : "an integer >= " + std::to_string(min);
   return CLI::Validator(
       [min, what](std::string& s) -> std::string {
         errno = 0;
@@ -27,7 +26,7 @@ inline CLI::Validator integer_at_least(long long min) {
         if (v < min) return "'" + s + "' is not " + what;
         return std::string();
       },
-      what == "a positive integer" ? "POSITIVE" : "INT>=" + std::to_string(min));
+      min == 1 ? "POSITIVE" : "INT>=" + std::to_string(min));
 }
 
 // A finite number > 0 (strict) or >= 0.
@@ -45,9 +44,17 @@ inline CLI::Validator number_above_zero(bool strict) {
       strict ? "NUMBER>0" : "NUMBER>=0");
 }
 
-inline CLI::Validator positive_integer() { return integer_at_least(1); }
-inline CLI::Validator non_negative_integer() { return integer_at_least(0); }
-inline CLI::Validator positive_number() { return number_above_zero(true); }
-inline CLI::Validator non_negative_number() { return number_above_zero(false); }
+inline CLI::Validator positive_integer() {
+  return integer_at_least(1);
+}
+inline CLI::Validator non_negative_integer() {
+  return integer_at_least(0);
+}
+inline CLI::Validator positive_number() {
+  return number_above_zero(true);
+}
+inline CLI::Validator non_negative_number() {
+  return number_above_zero(false);
+}
 
 }  // namespace lockstep::cli

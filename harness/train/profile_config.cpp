@@ -26,17 +26,17 @@ const config::SectionSchema& profile_schema() {
       // warmup would leave a run with no timing at all (null tokens/s), so say so up front.
       [](config::Config& c) {
         const int64_t steps = c.integer("run.steps"), warm = c.integer("run.warmup_steps");
-        const int64_t window = c.integer("profile.window");
-        if (window == 0 || warm >= steps) return;  // run.warmup_steps has its own check
-        const int64_t start = c.integer("profile.start") > 0 ? c.integer("profile.start") : warm + 1;
-        const int64_t lo = std::max(start, warm + 1), hi = std::min(start + window - 1, steps);
+        const ProfileConfig p = ProfileConfig::from(c);
+        if (p.window == 0 || warm >= steps) return;  // run.warmup_steps has its own check
+        const int64_t start = p.first_step(warm);
+        const int64_t lo = std::max(start, warm + 1), hi = std::min(start + p.window - 1, steps);
         const int64_t profiled = std::max<int64_t>(0, hi - lo + 1);
         if (steps - warm - profiled >= 1) return;
-        c.fail(c.is_set("profile.window") || !c.is_set("run.steps") ? "profile.window"
-                                                                     : "run.steps",
-               "warmup_steps = " + std::to_string(warm) + " and " + std::to_string(profiled) +
-                   " profiled steps leave no timed step (steps = " + std::to_string(steps) +
-                   "); raise steps, or set profile.window = 0");
+        c.fail(
+            c.is_set("profile.window") || !c.is_set("run.steps") ? "profile.window" : "run.steps",
+            "warmup_steps = " + std::to_string(warm) + " and " + std::to_string(profiled) +
+                " profiled steps leave no timed step (steps = " + std::to_string(steps) +
+                "); raise steps, or set profile.window = 0");
       },
   };
   return s;

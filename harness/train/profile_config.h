@@ -11,6 +11,14 @@ struct ProfileConfig {
   int64_t start = 0;   // first profiled step (0 = the first step after run.warmup_steps)
   bool trace = true;   // write trace.rank<r>.json (phases of every step, operators in the window)
 
+  // The window's first step: `start`, or the step after the warmup.
+  int64_t first_step(int64_t warmup_steps) const { return start > 0 ? start : warmup_steps + 1; }
+  // Whether `step` lies in the window (profiled, hence never timed).
+  bool covers(int64_t step, int64_t warmup_steps) const {
+    return window > 0 && step >= first_step(warmup_steps) &&
+           step < first_step(warmup_steps) + window;
+  }
+
   static ProfileConfig from(const config::Config& cfg);
 };
 

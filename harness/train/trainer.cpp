@@ -251,6 +251,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
                         int64_t last_step) {
   const int64_t A = s.data_cfg.grad_accum;
   const int64_t tokens_per_step = s.data_cfg.batch_size * A * s.model_cfg.seq_len;
+  const int64_t prof_start = s.prof.first_step(s.run.warmup_steps);
   for (int64_t step = s.first_step; step <= last_step; ++step) {
     s.progress.step = step;
     s.progress.step_started_ns = now_ns();
@@ -261,11 +262,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     // Warmup steps are never timed, nor are the profile window's steps (also when a resume lands
     // inside the window and the profiler never starts), nor the first warmup_steps steps of a
     // resumed process: it is as cold as a fresh one.
-    const int64_t prof_start = s.prof.start > 0 ? s.prof.start : s.run.warmup_steps + 1;
-    const bool in_window =
-        s.prof.window > 0 && step >= prof_start && step < prof_start + s.prof.window;
     const bool cold = s.first_step > 1 && step < s.first_step + s.run.warmup_steps;
-    rec.timed = step > s.run.warmup_steps && !in_window && !cold;
+    rec.timed = step > s.run.warmup_steps && !s.prof.covers(step, s.run.warmup_steps) && !cold;
     rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
 
     if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
@@ -437,8 +435,12 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       // The save is not part of the step (step_ms leaves it out): the watchdog times it on its
       // own clock, against step_timeout_s only.
       s.progress.step_started_ns = now_ns();
-      CheckpointState st{step, s.opt_steps, s.precision->state().first,
-                         s.precision->state().second, s.outliers.losses(), s.outliers.norms()};
+      CheckpointState st{step,
+                         s.opt_steps,
+                         s.precision->state().first,
+                         s.precision->state().second,
+                         s.outliers.losses(),
+                         s.outliers.norms()};
       save_checkpoint(s.opts.out_dir / "checkpoints", step, st, *s.sharding, *s.comm,
                       s.ckpt_cfg.keep);
     }
