@@ -13,15 +13,14 @@
 //   stage 3  + parameters sharded: a unit's parameters are all-gathered just before its forward
 //            and again just before its backward (tensor hook on its output), freed after use
 //
-// Every stage runs the same elementwise AdamW (harness/train/adamw.h) on the slice it owns, so
-// ZeRO changes where the math runs, not the math.
+// Every stage runs the same elementwise AdamW update (the `[optim] impl` kernel, built in:
+// harness/train/adamw.h) on the slice it owns, so ZeRO changes where the math runs, not the math.
 #pragma once
 
 #include <filesystem>
 #include <vector>
 
 #include "harness/dist/comm.h"
-#include "harness/train/optim_config.h"
 #include "harness/train/records.h"
 #include "workloads/gpt.h"
 
@@ -29,8 +28,11 @@ namespace lockstep::variants {
 
 class Sharding final : public workloads::UnitHooks {
  public:
-  Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
-           const train::OptimConfig& optim);
+  // One AdamW update in place at learning rate lr and 1-based step t: param, grad, exp_avg,
+  // exp_avg_sq and the weight-decay mask, flat fp32 and of one shape.
+  using UpdateFn = std::function<void(torch::Tensor&, const torch::Tensor&, torch::Tensor&,
+                                      torch::Tensor&, const torch::Tensor&, double, int64_t)>;
+  Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb, UpdateFn update);
   ~Sharding() override;
 
   // Before the first micro-step of a step: zeroes (or re-allocates) the gradient buffers.
@@ -77,7 +79,7 @@ class Sharding final : public workloads::UnitHooks {
   dist::Comm& comm_;
   int stage_;
   int64_t bucket_numel_;
-  train::OptimConfig optim_;
+  UpdateFn update_;
   std::vector<std::unique_ptr<Unit>> units_;
   bool first_micro_ = true;
   int next_to_finalize_ = -1;  // stage 3: the unit whose backward completes next

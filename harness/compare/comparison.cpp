@@ -11,6 +11,7 @@
 #include "harness/compare/analysis.h"
 #include "harness/exit_codes.h"
 #include "harness/gate/gate.h"
+#include "harness/registry/catalog.h"
 #include "harness/stats/statistics.h"
 #include "harness/util/files.h"
 #include "harness/util/process.h"
@@ -189,11 +190,18 @@ CompareResult run_comparison(const CompareRequest& req) {
   r.variant.name = vcfg.str("run.name");
   r.baseline.config_path = r.mode == "ab" ? req.baseline.config : req.golden_file;
   r.variant.config_path = req.variant.config;
+  auto refs = [](const config::Config& c) {
+    std::vector<PluginRef> out;
+    for (const auto& p : registry::plugin_files(c)) out.push_back(PluginRef{p.file, p.sha256});
+    return out;
+  };
+  if (r.mode == "ab") r.baseline.plugins = refs(bcfg);
+  r.variant.plugins = refs(vcfg);
 
   std::string klass = "exact";
   if (r.mode == "ab") {
     r.changes = config::diff(bcfg, vcfg);
-    auto knobs = classify_changes(r.changes, vcfg.str("run.device"));
+    auto knobs = classify_changes(r.changes);
     r.changed_knobs = knobs.knobs;
     klass = knobs.klass;
     r.warnings.insert(r.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());

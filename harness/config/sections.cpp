@@ -2,6 +2,7 @@
 // owns it; this list only fixes which sections exist and the order `config show` prints them.
 #include "harness/config/schema.h"
 #include "harness/gate/policy.h"
+#include "harness/registry/catalog.h"
 #include "harness/run_config.h"
 #include "harness/train/faults.h"
 #include "harness/train/optim_config.h"
@@ -28,6 +29,7 @@ const std::vector<const SectionSchema*>& all_sections() {
       &train::profile_schema(),
       &train::faults_schema(),
       &gate::gate_schema(),
+      &registry::plugins_schema(),
   };
   return sections;
 }

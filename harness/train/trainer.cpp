@@ -19,7 +19,7 @@
 #include "harness/train/profiler.h"
 #include "harness/train/stability.h"
 #include "harness/train/trace.h"
-#include "variants/attention.h"
+#include "harness/registry/registry.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
 #include "workloads/data.h"
@@ -66,6 +66,7 @@ struct Trainer::Impl {
   torch::Device device{torch::kCPU};
   dist::RankInfo who;
   std::unique_ptr<dist::Comm> comm;
+  registry::Kernels kernels;  // the implementations the config selects (built-ins or plugins)
   std::unique_ptr<workloads::TokenSource> source;
   workloads::BatchPlan plan;
   workloads::GPT model{nullptr};
@@ -160,13 +161,20 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   }
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
-  s.model =
-      workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
+  s.kernels = registry::kernels_for(cfg);
+  s.model = workloads::GPT(s.model_cfg, workloads::ModelKernels{s.kernels.attention,
+                                                                 s.kernels.activation,
+                                                                 s.kernels.layer_norm});
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
   s.sharding = std::make_unique<variants::Sharding>(
-      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
+      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb,
+      [fn = s.kernels.optimizer, o = s.optim](torch::Tensor& p, const torch::Tensor& g,
+                                              torch::Tensor& m, torch::Tensor& v,
+                                              const torch::Tensor& decay, double lr, int64_t t) {
+        fn(p, g, m, v, decay, plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
+      });
   s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
   const auto window = static_cast<size_t>(std::min(s.prof.window, s.run.steps));
   s.layers->expect_steps(window);
@@ -220,6 +228,10 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     out.status = "lost_rank";
     out.failure = e.what();
     out.failed_step = s.progress.step.load();
+  } catch (const registry::KernelError& e) {  // a kernel threw or returned a wrong shape
+    out.status = "failed";
+    out.failed_step = s.progress.step.load();
+    out.failure = std::string(e.what()) + " at step " + std::to_string(out.failed_step);
   } catch (const std::exception& e) {
     out.status = "failed";
     out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
@@ -310,9 +322,9 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       if (time_layers) s.layers->forward_begin();
       {
         auto scope = s.precision->forward_scope();
-        auto logits =
-            s.model->forward(x).to(torch::kFloat32).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
-        loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
+        auto logits = s.model->forward(x).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
+        if (s.stability.z_loss > 0) logits = logits.to(torch::kFloat32);  // one cast for both
+        loss = s.kernels.loss(logits, y.reshape({-1}));  // fp32 ()
         train_loss = s.stability.z_loss > 0
                          ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
                          : loss;
