@@ -1,0 +1,53 @@
+// The fused CPU kernels of the example plugin, on raw buffers (no LibTorch here: fused_cpu.cpp is
+// the glue that makes them autograd functions). Each kernel is one pass over memory where
+// LibTorch's eager ops make several, with an AVX512 path (chosen at run time) and a portable one.
+//
+// Storage types: float, or bf16 as uint16_t (round to nearest even, as c10::BFloat16). Math is
+// always fp32. Row ranges [r0, r1) let the glue split rows over threads; reductions over rows
+// (bias and LayerNorm parameter gradients) go into per-call partial buffers the glue sums in a
+// fixed order, so results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace fused_cpu {
+
+enum class Dt { F32, BF16 };
+
+// u = h + b; y = gelu(u) = u/2 (1 + erf(u / sqrt 2)). h, y: (rows, M) of `dt`; b: (M) fp32.
+void bias_gelu_forward(const void* h, const float* b, void* y, Dt dt, int64_t r0, int64_t r1,
+                       int64_t M);
+// du = dy * gelu'(h + b) (dt); db[j] += sum over the rows of du (fp32, M).
+void bias_gelu_backward(const void* dy, const void* h, const float* b, void* du, float* db, Dt dt,
+                        int64_t r0, int64_t r1, int64_t M);
+
+// LayerNorm of fp32 rows x (rows, C) into y (ydt), saving mean and rstd per row.
+void layer_norm_forward(const float* x, const float* w, const float* b, void* y, Dt ydt,
+                        float* mean, float* rstd, float eps, int64_t r0, int64_t r1, int64_t C);
+// dx (fp32) from dy (dydt); dw, db += this range's parameter gradients (fp32, C).
+void layer_norm_backward(const void* dy, Dt dydt, const float* x, const float* w,
+                         const float* mean, const float* rstd, float* dx, float* dw, float* db,
+                         int64_t r0, int64_t r1, int64_t C);
+
+// Cross-entropy rows: lse[i] = logsumexp(logits[i]); returns the sum over rows of
+// lse[i] - logits[i][target[i]] (double).
+double cross_entropy_forward(const void* logits, Dt dt, const int64_t* target, float* lse,
+                             int64_t r0, int64_t r1, int64_t V);
+// dlogits[i][j] = (exp(logits[i][j] - lse[i]) - [j == target[i]]) * scale, in `dt`.
+void cross_entropy_backward(const void* logits, Dt dt, const int64_t* target, const float* lse,
+                            float scale, void* dlogits, int64_t r0, int64_t r1, int64_t V);
+
+// AdamW on [i0, i1) of flat fp32 buffers, in the built-in's order of operations (bitwise equal
+// results): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g; d = sqrt(v) / sqrt_bc2 + eps;
+// p = p - lr_wd decay p; p = p - step m / d. `decay` is constant on each of `n_runs` runs
+// [run_start[k], run_start[k+1]) with value run_value[k].
+struct AdamWArgs {
+  float b1, b2, sqrt_bc2, eps, lr_wd, step;
+};
+void adamw(float* p, const float* g, float* m, float* v, const int64_t* run_start,
+           const float* run_value, int64_t n_runs, const AdamWArgs& a);
+
+// Whether the AVX512 paths run on this CPU (AVX512F + BW + DQ).
+bool have_avx512();
+
+}  // namespace fused_cpu
