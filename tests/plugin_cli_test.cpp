@@ -45,7 +45,8 @@ TEST(PluginCli, VariantsListsTheBuiltInsAndAPluginsEntries) {
 
   auto p = run_lockstep({"variants", "--plugin", FUSED_CPU_SO}, tmp.path());
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  for (const char* e : {"cpu_bias_gelu", "cpu_layer_norm", "cpu_cross_entropy", "cpu_adamw"}) {
+  for (const char* e :
+       {"cpu_causal", "cpu_bias_gelu", "cpu_layer_norm", "cpu_cross_entropy", "cpu_adamw"}) {
     std::regex row(std::string("\\n\\S+ +") + e + " +(exact|approximate) +libfused_cpu\\.so +\\S");
     EXPECT_TRUE(std::regex_search(p.output, row)) << e << "\n" << p.output;
   }
@@ -208,7 +209,8 @@ TEST(PluginCompare, FusedCpuAlignsAndNamesThePluginBuild) {
   const auto variant = write_config(tmp, "fused.toml",
                                     "[run]\nname = \"fused_cpu\"\n[plugins]\nload = [\"" +
                                         std::string(FUSED_CPU_SO) +
-                                        "\"]\n[model]\nactivation = \"cpu_bias_gelu\"\n"
+                                        "\"]\n[attention]\nimpl = \"cpu_causal\"\n"
+                                        "[model]\nactivation = \"cpu_bias_gelu\"\n"
                                         "layer_norm = \"cpu_layer_norm\"\nloss = "
                                         "\"cpu_cross_entropy\"\n[optim]\nimpl = \"cpu_adamw\"\n",
                                     "configs/variants/bf16.toml");
@@ -223,7 +225,7 @@ TEST(PluginCompare, FusedCpuAlignsAndNamesThePluginBuild) {
   EXPECT_TRUE(rep["determinism"]["variant_ok"].get<bool>()) << rep["determinism"];
   const auto knobs = rep["changed_knobs"];
   EXPECT_EQ(knobs, nlohmann::json::array({"model.activation", "model.layer_norm", "model.loss",
-                                          "optim.impl"}));
+                                          "optim.impl", "attention.impl"}));
   ASSERT_EQ(rep["variant"]["plugins"].size(), 1u);
   EXPECT_EQ(rep["variant"]["plugins"][0]["sha256"], lockstep::util::sha256_file(FUSED_CPU_SO));
   EXPECT_EQ(rep["baseline"]["plugins"].size(), 0u);

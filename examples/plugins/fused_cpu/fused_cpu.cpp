@@ -1,7 +1,8 @@
 // Example Lockstep plugin: fused CPU kernels for the hot spots of a bf16 step on this machine
 // (bench/RESULTS.md "Where the step goes"): bias + GELU forward and backward with the bias
 // gradient folded in, LayerNorm that writes the autocast dtype itself (no separate bf16 cast
-// pass either way), cross-entropy straight on the bf16 logits, and AdamW in one AVX512 pass.
+// pass either way), cross-entropy straight on the bf16 logits, AdamW in one AVX512 pass, and a
+// causal attention that computes only the blocks at or below the diagonal.
 //
 // Each kernel is a torch::autograd::Function over the raw loops in kernels.cpp; anything they do
 // not cover (another device or dtype) falls back to LibTorch's own ops, so an entry is never
@@ -13,6 +14,8 @@
 #include <ATen/autocast_mode.h>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -180,6 +183,61 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   return CrossEntropy::apply(logits.contiguous(), targets.contiguous());
 }
 
+// ---- causal attention -------------------------------------------------------------------------
+
+// LibTorch's own causal attention (the math the kernel computes), for what the kernel skips.
+Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t T = q.size(2);
+  auto mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(), q.options()).triu(1);
+  auto att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(3)));
+  return torch::matmul(torch::softmax(att + mask, -1), v);  // (B, H, T, hd)
+}
+
+struct CausalAttention : torch::autograd::Function<CausalAttention> {
+  // q, k, v (B, H, T, hd) bf16, contiguous -> (B, H, T, hd); saves the softmax P (B, H, T, T).
+  static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& k, const Tensor& v) {
+    const int64_t BH = q.size(0) * q.size(1), T = q.size(2), d = q.size(3);
+    auto o = torch::empty_like(q);
+    auto p = torch::empty({q.size(0), q.size(1), T, T}, q.options());
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    auto u16 = [](const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); };
+    at::parallel_for(0, BH, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h)
+        fused_cpu::causal_attention_forward(u16(q) + h * T * d, u16(k) + h * T * d,
+                                            u16(v) + h * T * d, u16(o) + h * T * d,
+                                            u16(p) + h * T * T, T, d, scale);
+    });
+    ctx->save_for_backward({q, k, v, o, p});
+    return o;
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    auto s = ctx->get_saved_variables();
+    const auto &q = s[0], &k = s[1], &v = s[2], &o = s[3], &p = s[4];
+    const auto dout = grads[0].to(torch::kBFloat16).contiguous();
+    const int64_t BH = q.size(0) * q.size(1), T = q.size(2), d = q.size(3);
+    auto dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    auto u16 = [](const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); };
+    at::parallel_for(0, BH, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h)
+        fused_cpu::causal_attention_backward(
+            u16(q) + h * T * d, u16(k) + h * T * d, u16(v) + h * T * d, u16(o) + h * T * d,
+            u16(p) + h * T * T, u16(dout) + h * T * d, u16(dq) + h * T * d, u16(dk) + h * T * d,
+            u16(dv) + h * T * d, T, d, scale);
+    });
+    return {dq, dk, dv};
+  }
+};
+
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const bool ours = q.device().is_cpu() && q.scalar_type() == torch::kBFloat16 &&
+                    k.scalar_type() == torch::kBFloat16 && v.scalar_type() == torch::kBFloat16 &&
+                    q.dim() == 4 && k.sizes() == q.sizes() && v.sizes() == q.sizes() &&
+                    fused_cpu::attention_supported(q.size(2), q.size(3));
+  if (!ours) return attention_reference(q, k, v);
+  return CausalAttention::apply(q.contiguous(), k.contiguous(), v.contiguous());
+}
+
 // ---- AdamW -------------------------------------------------------------------------------------
 
 // The weight-decay mask is constant over long runs (1 on matrices, 0 on biases and LayerNorm):
@@ -235,6 +293,10 @@ void adamw(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const Tensor& decay
 
 extern "C" void lockstep_plugin_init(lockstep::plugin::Registry& r) {
   using lockstep::plugin::Knob;
+  r.attention("cpu_causal", Knob::Approximate, causal_attention,
+              "causal attention per head in cache, only the blocks at or below the diagonal, "
+              "AVX512-BF16 (bf16; LibTorch's math otherwise)")
+      .devices({"cpu"});
   r.activation("cpu_bias_gelu", Knob::Approximate, bias_gelu,
                "bias + exact GELU in one AVX512 pass; backward folds in the bias gradient")
       .devices({"cpu"});

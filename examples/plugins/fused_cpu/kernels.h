@@ -47,7 +47,20 @@ struct AdamWArgs {
 void adamw(float* p, const float* g, float* m, float* v, const int64_t* run_start,
            const float* run_value, int64_t n_runs, const AdamWArgs& a);
 
-// Whether the AVX512 paths run on this CPU (AVX512F + BW + DQ).
+// Causal attention of one (batch, head) in bf16 (attention.cpp): q, k, v, o (T, d); p (T, T) the
+// softmax, saved for the backward (zero above the diagonal); scale = 1 / sqrt(d). Only where
+// attention_supported(T, d): AVX512-BF16, T a multiple of 32 up to 1024, d a multiple of 32 up
+// to 128.
+bool attention_supported(int64_t T, int64_t d);
+void causal_attention_forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
+                              uint16_t* p, int64_t T, int64_t d, float scale);
+void causal_attention_backward(const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                               const uint16_t* o, const uint16_t* p, const uint16_t* dout,
+                               uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t T, int64_t d,
+                               float scale);
+
+// Whether the AVX512 paths run on this CPU (AVX512F, BW, DQ, VL and BF16: Cooper Lake, Sapphire
+// Rapids, Zen 4 and later); elsewhere the portable loops run.
 bool have_avx512();
 
 }  // namespace fused_cpu
