@@ -103,7 +103,7 @@ TEST(PluginCli, AnEntryRefusesADeviceItDoesNotRunOn) {
       << r.output;
 }
 
-TEST(PluginCli, PluginPathsAreRelativeToTheConfigAndShownWithTheirHash) {
+TEST(PluginCli, PluginPathsAreRelativeToTheConfigAndPinnedByTheirHash) {
   TempDir tmp;
   std::filesystem::copy_file(FUSED_CPU_SO, tmp.path() / "libk.so");
   const auto cfg = write_config(tmp, "rel.toml", "[plugins]\nload = [\"libk.so\"]\n[model]\n"
@@ -112,7 +112,8 @@ TEST(PluginCli, PluginPathsAreRelativeToTheConfigAndShownWithTheirHash) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string abs = (tmp.path() / "libk.so").string();
   EXPECT_NE(r.output.find("load = [\"" + abs + "\"]"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("# plugin " + abs + " sha256 " + lockstep::util::sha256_file(abs)),
+  // The build is part of the effective config (and its hash).
+  EXPECT_NE(r.output.find("sha256 = [\"" + lockstep::util::sha256_file(abs) + "\"]"),
             std::string::npos)
       << r.output;
   auto d = run_lockstep({"config", "diff", "configs/baseline.toml", cfg}, tmp.path());
@@ -121,6 +122,19 @@ TEST(PluginCli, PluginPathsAreRelativeToTheConfigAndShownWithTheirHash) {
       << d.output;
   EXPECT_NE(d.output.find("plugins, A: none"), std::string::npos) << d.output;
   EXPECT_NE(d.output.find("plugins, B: " + abs + " (sha256 "), std::string::npos) << d.output;
+  // A run folder pins the build: resuming after the plugin was rebuilt is refused.
+  ASSERT_EQ(run_lockstep({"run", cfg, "--steps", "12", "--stop-after", "6", "--set",
+                          "checkpoint.every=3", "--out", tmp / "r", "--quiet", "--no-history"},
+                         tmp.path())
+                .exit_code,
+            0);
+  std::ofstream(tmp.path() / "libk.so", std::ios::app) << "rebuilt";
+  auto resumed = run_lockstep({"run", "--resume", tmp / "r", "--quiet", "--no-history"}, tmp.path());
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find("plugins.sha256: " + abs + " has sha256 " +
+                                lockstep::util::sha256_file(abs) + ", the config pins "),
+            std::string::npos)
+      << resumed.output;
 }
 
 // ---- load failures: exit 2, one line naming the file and the reason ----------------------------

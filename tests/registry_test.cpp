@@ -115,6 +115,20 @@ TEST(Registry, PluginNamesExistForTheConfigsThatLoadThem) {
             "/x/t.toml:2:1: plugins.load: /x/fake_a.so: listed twice");
 }
 
+// The builds are part of the effective config: derived from the files, or pinned.
+TEST(Registry, PluginHashesAreDerivedOrPinned) {
+  auto c = parse("[plugins]\nload = [\"fake_a.so\"]\n");
+  EXPECT_EQ(c.strings("plugins.sha256"), config::StrList{"hash-of-fake_a.so"});
+  EXPECT_NE(c.hash(), parse("[plugins]\nload = [\"fake_b.so\"]\n").hash());
+  EXPECT_NO_THROW(parse("[plugins]\nload = [\"fake_a.so\"]\nsha256 = [\"hash-of-fake_a.so\"]\n"));
+  EXPECT_EQ(error_of("[plugins]\nload = [\"fake_a.so\"]\nsha256 = [\"0123\"]\n"),
+            "/x/t.toml:3:1: plugins.sha256: /x/fake_a.so has sha256 hash-of-fake_a.so, the config "
+            "pins 0123 (the plugin was rebuilt)");
+  EXPECT_EQ(error_of("[plugins]\nload = [\"fake_a.so\"]\nsha256 = []\n"),
+            "/x/t.toml:3:1: plugins.sha256: pins 0 hashes for 1 plugin files");
+  EXPECT_EQ(parse("").strings("plugins.sha256"), config::StrList{});
+}
+
 TEST(Registry, AnEntryRefusesADeviceItDoesNotRunOn) {
   EXPECT_EQ(error_of("[plugins]\nload = [\"fake_a.so\"]\n[optim]\nimpl = \"gpu_adam\"\n"),
             "/x/t.toml:4:1: optim.impl: \"gpu_adam\" (from /x/fake_a.so) runs on cuda only, not "

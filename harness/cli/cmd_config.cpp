@@ -32,8 +32,7 @@ void add_config_commands(CLI::App& app, Action& action) {
       auto c = config::Config::load(so->file, so->sets);
       std::cout << "# effective config of " << c.path() << " (hash " << c.hash() << ")\n"
                 << c.to_toml(!so->plain);
-      for (const auto& p : registry::plugin_files(c))
-        std::cout << "# plugin " << p.file << " sha256 " << p.sha256 << "\n";
+
       return kExitPass;
     };
   });

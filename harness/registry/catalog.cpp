@@ -72,6 +72,22 @@ void finalize_plugins(config::Config& c) {
       c.fail("plugins.load", f + ": " + e.what());
     }
   }
+  // The builds, by content: derived from the files, or checked against the config's own list
+  // (a run folder's config.toml pins them, so --resume refuses a rebuilt plugin).
+  config::StrList hashes;
+  for (const auto& f : files) hashes.push_back(cat.plugin(f)->sha256);
+  if (!c.is_set("plugins.sha256")) {
+    c.resolve("plugins.sha256", hashes, "plugins.load");
+  } else {
+    const auto& pinned = c.strings("plugins.sha256");
+    if (pinned.size() != files.size())
+      c.fail("plugins.sha256", "pins " + std::to_string(pinned.size()) + " hashes for " +
+                                   std::to_string(files.size()) + " plugin files");
+    for (size_t i = 0; i < files.size(); ++i)
+      if (pinned[i] != hashes[i])
+        c.fail("plugins.sha256", files[i] + " has sha256 " + hashes[i] + ", the config pins " +
+                                     pinned[i] + " (the plugin was rebuilt)");
+  }
   // Two of this config's plugins may not offer the same name for one slot.
   for (Slot s : all_slots()) {
     auto v = cat.visible(s, files);
@@ -185,6 +201,11 @@ const config::SectionSchema& plugins_schema() {
                 }
                 return k;
               }),
+          // Part of the effective config (and so of its hash): a run names the exact builds.
+          config::KeySpec::Strings("sha256", {},
+                                   "SHA-256 of each loaded file, in order (derived; set it to pin "
+                                   "the builds: a mismatch is a config error)")
+              .kind(Knob::None),
       },
       finalize_plugins,
   };
