@@ -18,6 +18,8 @@
 #include <functional>
 
 #include "harness/registry/registry.h"
+#include "harness/util/cpu_capability.h"
+#include "harness/util/malloc_tuning.h"
 
 using namespace lockstep;
 using torch::Tensor;
@@ -69,6 +71,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s PLUGIN.so [ROUNDS]\n", argv[0]);
     return 2;
   }
+  // The allocator and LibTorch's kernels as a `lockstep run` has them (README "Stable timings").
+  util::ensure_aten_cpu_capability();
+  util::ensure_malloc_tuning(argv);
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 30;
   at::set_num_threads(1);
   registry::install();

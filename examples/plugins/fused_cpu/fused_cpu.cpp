@@ -60,29 +60,27 @@ int64_t n_chunks(int64_t rows) {
 
 struct BiasGelu : torch::autograd::Function<BiasGelu> {
   // h (N, M) = x W^T without the bias, in the GEMM's dtype; bias (M) fp32 -> gelu(h + bias).
+  // Saves gelu'(h + bias) (in h's dtype: rounded to bf16 under bf16 autocast) for the backward.
   static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& bias) {
-    auto y = torch::empty_like(h);  // (N, M)
+    auto y = torch::empty_like(h), g = torch::empty_like(h);  // (N, M)
     const int64_t N = h.size(0), M = h.size(1);
     const auto b = bias.contiguous();
     for_row_chunks(N, [&](int64_t, int64_t r0, int64_t r1) {
-      fused_cpu::bias_gelu_forward(h.data_ptr(), b.data_ptr<float>(), y.data_ptr(), dt_of(h), r0,
-                                   r1, M);
+      fused_cpu::bias_gelu_forward(h.data_ptr(), b.data_ptr<float>(), y.data_ptr(), g.data_ptr(),
+                                   dt_of(h), r0, r1, M);
     });
-    ctx->save_for_backward({h, b});
+    ctx->save_for_backward({g});
     return y;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const auto& h = saved[0];
-    const auto& b = saved[1];
-    const auto dy = grads[0].to(h.scalar_type()).contiguous();  // (N, M)
-    const int64_t N = h.size(0), M = h.size(1);
-    auto du = torch::empty_like(h);
+    const auto g = ctx->get_saved_variables()[0];
+    const auto dy = grads[0].to(g.scalar_type()).contiguous();  // (N, M)
+    const int64_t N = g.size(0), M = g.size(1);
+    auto du = torch::empty_like(g);
     auto partial = torch::zeros({n_chunks(N), M}, torch::kFloat);  // bias gradient per chunk
     for_row_chunks(N, [&](int64_t c, int64_t r0, int64_t r1) {
-      fused_cpu::bias_gelu_backward(dy.data_ptr(), h.data_ptr(), b.data_ptr<float>(),
-                                    du.data_ptr(), partial[c].data_ptr<float>(), dt_of(h), r0, r1,
-                                    M);
+      fused_cpu::bias_gelu_backward(dy.data_ptr(), g.data_ptr(), du.data_ptr(),
+                                    partial[c].data_ptr<float>(), dt_of(g), r0, r1, M);
     });
     return {du, partial.sum(0)};
   }

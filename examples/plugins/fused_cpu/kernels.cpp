@@ -131,40 +131,51 @@ FUSED_AVX512 inline __m512 vgelu_grad(__m512 u) {
 // ---- bias + GELU -------------------------------------------------------------------------------
 
 template <typename T>
-FUSED_AVX512 void bias_gelu_fwd_avx(const T* h, const float* b, T* y, int64_t r0, int64_t r1,
+FUSED_AVX512 void bias_gelu_fwd_avx(const T* h, const float* b, T* y, T* g, int64_t r0, int64_t r1,
                                     int64_t M) {
   const int64_t Mv = M / 16 * 16;
+  const Dt dt = sizeof(T) == 4 ? Dt::F32 : Dt::BF16;
+  const __m512 half = _mm512_set1_ps(0.5f);
   for (int64_t i = r0; i < r1; ++i) {
     const T* hr = h + i * M;
     T* yr = y + i * M;
-    for (int64_t j = 0; j < Mv; j += 16)
-      vstore(yr + j, vgelu(_mm512_add_ps(vload(hr + j), vload(b + j))));
+    T* gr = g + i * M;
+    for (int64_t j = 0; j < Mv; j += 16) {
+      // u = h + b; cdf = (1 + erf(u / sqrt 2)) / 2; y = u cdf; g = gelu'(u) = cdf + u pdf(u)
+      const __m512 u = _mm512_add_ps(vload(hr + j), vload(b + j));
+      const __m512 cdf =
+          _mm512_fmadd_ps(half, verf(_mm512_mul_ps(u, _mm512_set1_ps(kSqrt1_2))), half);
+      const __m512 pdf = _mm512_mul_ps(_mm512_set1_ps(kInvSqrt2Pi),
+                                       vexp(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(u, u))));
+      vstore(yr + j, _mm512_mul_ps(u, cdf));
+      vstore(gr + j, _mm512_fmadd_ps(u, pdf, cdf));
+    }
     for (int64_t j = Mv; j < M; ++j) {
-      const Dt dt = sizeof(T) == 4 ? Dt::F32 : Dt::BF16;
-      store1(yr, dt, j, gelu1(load1(hr, dt, j) + b[j]));
+      const float u = load1(hr, dt, j) + b[j];
+      store1(yr, dt, j, gelu1(u));
+      store1(gr, dt, j, gelu_grad1(u));
     }
   }
 }
 
 template <typename T>
-FUSED_AVX512 void bias_gelu_bwd_avx(const T* dy, const T* h, const float* b, T* du, float* db,
-                                    int64_t r0, int64_t r1, int64_t M) {
+FUSED_AVX512 void bias_gelu_bwd_avx(const T* dy, const T* g, T* du, float* db, int64_t r0,
+                                    int64_t r1, int64_t M) {
   const int64_t Mv = M / 16 * 16;
   const Dt dt = sizeof(T) == 4 ? Dt::F32 : Dt::BF16;
   for (int64_t i = r0; i < r1; ++i) {
-    const T* hr = h + i * M;
+    const T* gr = g + i * M;
     const T* dyr = dy + i * M;
     T* dur = du + i * M;
     for (int64_t j = 0; j < Mv; j += 16) {
-      const __m512 g = _mm512_mul_ps(vload(dyr + j),
-                                     vgelu_grad(_mm512_add_ps(vload(hr + j), vload(b + j))));
-      vstore(dur + j, g);
-      vstore(db + j, _mm512_add_ps(vload(db + j), g));
+      const __m512 d = _mm512_mul_ps(vload(dyr + j), vload(gr + j));
+      vstore(dur + j, d);
+      vstore(db + j, _mm512_add_ps(vload(db + j), d));
     }
     for (int64_t j = Mv; j < M; ++j) {
-      const float g = load1(dyr, dt, j) * gelu_grad1(load1(hr, dt, j) + b[j]);
-      store1(dur, dt, j, g);
-      db[j] += g;
+      const float d = load1(dyr, dt, j) * load1(gr, dt, j);
+      store1(dur, dt, j, d);
+      db[j] += d;
     }
   }
 }
@@ -345,33 +356,37 @@ bool have_avx512() {
 
 // ---- dispatch: AVX512 when the CPU has it, else the portable loops ---------------------------
 
-void bias_gelu_forward(const void* h, const float* b, void* y, Dt dt, int64_t r0, int64_t r1,
-                       int64_t M) {
+void bias_gelu_forward(const void* h, const float* b, void* y, void* g, Dt dt, int64_t r0,
+                       int64_t r1, int64_t M) {
   if (have_avx512()) {
     if (dt == Dt::F32)
-      return bias_gelu_fwd_avx(static_cast<const float*>(h), b, static_cast<float*>(y), r0, r1, M);
-    return bias_gelu_fwd_avx(static_cast<const uint16_t*>(h), b, static_cast<uint16_t*>(y), r0,
-                             r1, M);
+      return bias_gelu_fwd_avx(static_cast<const float*>(h), b, static_cast<float*>(y),
+                               static_cast<float*>(g), r0, r1, M);
+    return bias_gelu_fwd_avx(static_cast<const uint16_t*>(h), b, static_cast<uint16_t*>(y),
+                             static_cast<uint16_t*>(g), r0, r1, M);
   }
   for (int64_t i = r0; i < r1; ++i)
-    for (int64_t j = 0; j < M; ++j)
-      store1(y, dt, i * M + j, gelu1(load1(h, dt, i * M + j) + b[j]));
+    for (int64_t j = 0; j < M; ++j) {
+      const float u = load1(h, dt, i * M + j) + b[j];
+      store1(y, dt, i * M + j, gelu1(u));
+      store1(g, dt, i * M + j, gelu_grad1(u));
+    }
 }
 
-void bias_gelu_backward(const void* dy, const void* h, const float* b, void* du, float* db, Dt dt,
-                        int64_t r0, int64_t r1, int64_t M) {
+void bias_gelu_backward(const void* dy, const void* g, void* du, float* db, Dt dt, int64_t r0,
+                        int64_t r1, int64_t M) {
   if (have_avx512()) {
     if (dt == Dt::F32)
-      return bias_gelu_bwd_avx(static_cast<const float*>(dy), static_cast<const float*>(h), b,
+      return bias_gelu_bwd_avx(static_cast<const float*>(dy), static_cast<const float*>(g),
                                static_cast<float*>(du), db, r0, r1, M);
-    return bias_gelu_bwd_avx(static_cast<const uint16_t*>(dy), static_cast<const uint16_t*>(h), b,
+    return bias_gelu_bwd_avx(static_cast<const uint16_t*>(dy), static_cast<const uint16_t*>(g),
                              static_cast<uint16_t*>(du), db, r0, r1, M);
   }
   for (int64_t i = r0; i < r1; ++i)
     for (int64_t j = 0; j < M; ++j) {
-      const float g = load1(dy, dt, i * M + j) * gelu_grad1(load1(h, dt, i * M + j) + b[j]);
-      store1(du, dt, i * M + j, g);
-      db[j] += g;
+      const float d = load1(dy, dt, i * M + j) * load1(g, dt, i * M + j);
+      store1(du, dt, i * M + j, d);
+      db[j] += d;
     }
 }
 

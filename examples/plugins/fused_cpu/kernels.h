@@ -14,12 +14,13 @@ namespace fused_cpu {
 
 enum class Dt { F32, BF16 };
 
-// u = h + b; y = gelu(u) = u/2 (1 + erf(u / sqrt 2)). h, y: (rows, M) of `dt`; b: (M) fp32.
-void bias_gelu_forward(const void* h, const float* b, void* y, Dt dt, int64_t r0, int64_t r1,
-                       int64_t M);
-// du = dy * gelu'(h + b) (dt); db[j] += sum over the rows of du (fp32, M).
-void bias_gelu_backward(const void* dy, const void* h, const float* b, void* du, float* db, Dt dt,
-                        int64_t r0, int64_t r1, int64_t M);
+// u = h + b; y = gelu(u) = u/2 (1 + erf(u / sqrt 2)), and g = gelu'(u), which the backward reads
+// instead of recomputing erf and exp. h, y, g: (rows, M) of `dt`; b: (M) fp32.
+void bias_gelu_forward(const void* h, const float* b, void* y, void* g, Dt dt, int64_t r0,
+                       int64_t r1, int64_t M);
+// du = dy * g (dt); db[j] += sum over the rows of du (fp32, M).
+void bias_gelu_backward(const void* dy, const void* g, void* du, float* db, Dt dt, int64_t r0,
+                        int64_t r1, int64_t M);
 
 // LayerNorm of fp32 rows x (rows, C) into y (ydt), saving mean and rstd per row.
 void layer_norm_forward(const float* x, const float* w, const float* b, void* y, Dt ydt,
