@@ -160,14 +160,15 @@ int main(int argc, char** argv) {
         auto q = torch::randn({B, H, T, hd}).to(torch::kBFloat16).requires_grad_(true);
         auto k = torch::randn({B, H, T, hd}).to(torch::kBFloat16).requires_grad_(true);
         auto v = torch::randn({B, H, T, hd}).to(torch::kBFloat16).requires_grad_(true);
-        auto dy = torch::randn({B, H, T, hd}).to(torch::kBFloat16);
+        auto dy = torch::randn({B, T, H * hd}).to(torch::kBFloat16);
+        // As the model calls it: the output transposed back to (B, T, C).
         auto run = [&](const plugin::AttentionFn& f) {
           return [&, f] {
             Autocast ac;
-            f(q, k, v).backward(dy);
+            f(q, k, v).transpose(1, 2).contiguous().view({B, T, H * hd}).backward(dy);
           };
         };
-        compare(label.c_str(), rounds, run(ours), run(ref));
+        compare((label + " (+ to (B, T, C))").c_str(), rounds, run(ours), run(ref));
         break;
       }
     }

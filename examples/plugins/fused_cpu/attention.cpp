@@ -75,7 +75,9 @@ FUSED_BF16 void pack_transposed_pairs(const uint16_t* x, int64_t n, int64_t d, u
                           _mm512_i32gather_epi32(rows, w + i0 * dw + p, 4));
 }
 
-FUSED_BF16 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, uint16_t* xi) {
+FUSED_BF16 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, uint16_t* xi,
+                                      int64_t ldx = 0) {
+  if (ldx == 0) ldx = d;  // row stride of x
   // lanes 2k, 2k+1 <- row 0 [k], row 1 [k] for k in [0, 16) (lo) and [16, 32) (hi)
   alignas(64) static const uint16_t lo_idx[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
                                                   37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
@@ -86,8 +88,8 @@ FUSED_BF16 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, u
   const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
   for (int64_t q = 0; q < n / 2; ++q)
     for (int64_t c = 0; c < d; c += 32) {
-      const __m512i a = _mm512_loadu_si512(x + (2 * q) * d + c);
-      const __m512i b = _mm512_loadu_si512(x + (2 * q + 1) * d + c);
+      const __m512i a = _mm512_loadu_si512(x + (2 * q) * ldx + c);
+      const __m512i b = _mm512_loadu_si512(x + (2 * q + 1) * ldx + c);
       _mm512_storeu_si512(xi + (q * d + c) * 2, _mm512_permutex2var_epi16(a, lo, b));
       _mm512_storeu_si512(xi + (q * d + c + 16) * 2, _mm512_permutex2var_epi16(a, hi, b));
     }
@@ -247,21 +249,22 @@ FUSED_AMX void amx_rows_by_features(const uint16_t* a, int64_t lda, const uint16
 }
 
 // 16 rows of scores over the key blocks [0, nb), AMX or 4 x 4 rows of vdpbf16ps.
-FUSED_AMX void scores16(bool amx, const uint16_t* a, int64_t d, const uint32_t* bt, int64_t T,
-                        int64_t nb, float* out) {
+FUSED_AMX void scores16(bool amx, const uint16_t* a, int64_t lda, int64_t d, const uint32_t* bt,
+                        int64_t T, int64_t nb, float* out) {
   if (!amx) {
     for (int64_t r = 0; r < 16; r += 4)
-      scores(reinterpret_cast<const uint32_t*>(a + r * d), d / 2, bt, T, d / 2, nb, out + r * T);
+      scores(reinterpret_cast<const uint32_t*>(a + r * lda), lda / 2, bt, T, d / 2, nb,
+             out + r * T);
     return;
   }
   for (int64_t b0 = 0; b0 < nb; b0 += 4) {
     const int64_t n = std::min<int64_t>(4, nb - b0);
     const uint32_t* b = bt + 16 * b0;
     float* o = out + 16 * b0;
-    if (n == 4) amx_rows_by_cols<4>(a, d, b, T, d / 2, o, T);
-    else if (n == 3) amx_rows_by_cols<3>(a, d, b, T, d / 2, o, T);
-    else if (n == 2) amx_rows_by_cols<2>(a, d, b, T, d / 2, o, T);
-    else amx_rows_by_cols<1>(a, d, b, T, d / 2, o, T);
+    if (n == 4) amx_rows_by_cols<4>(a, lda, b, T, d / 2, o, T);
+    else if (n == 3) amx_rows_by_cols<3>(a, lda, b, T, d / 2, o, T);
+    else if (n == 2) amx_rows_by_cols<2>(a, lda, b, T, d / 2, o, T);
+    else amx_rows_by_cols<1>(a, lda, b, T, d / 2, o, T);
   }
 }
 
@@ -344,7 +347,7 @@ FUSED_BF16 void interleave_two_rows(const uint16_t* x, int64_t T, int64_t r0, ui
 }
 
 FUSED_AMX void forward_impl(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
-                            uint16_t* p, int64_t T, int64_t d, float scale) {
+                            int64_t ldo, uint16_t* p, int64_t T, int64_t d, float scale) {
   Scratch& w = tls;
   w.size(T, d);
   pack_transposed_pairs(k, T, d, w.t.data());   // k^T, pairs along d
@@ -354,7 +357,7 @@ FUSED_AMX void forward_impl(const uint16_t* q, const uint16_t* k, const uint16_t
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t i0 = 0; i0 < T; i0 += 16) {
     const int64_t nb = i0 / 16 + 1;  // key blocks up to the diagonal
-    scores16(amx, q + i0 * d, d, w.t.data(), T, nb, w.s.data());  // (16, nb * 16)
+    scores16(amx, q + i0 * d, d, d, w.t.data(), T, nb, w.s.data());  // (16, nb * 16)
     for (int64_t r = 0; r < 16; ++r) {
       const int64_t i = i0 + r;
       float* s = w.s.data() + r * T;
@@ -388,15 +391,15 @@ FUSED_AMX void forward_impl(const uint16_t* q, const uint16_t* k, const uint16_t
     features16(amx, p + i0 * T, T, w.i1.data(), d, q1, w.o.data());
     for (int64_t r = 0; r < 16; ++r)
       for (int64_t f = 0; f < d; f += 16)
-        store_bf16(o + (i0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+        store_bf16(o + (i0 + r) * ldo + f, _mm512_loadu_ps(w.o.data() + r * d + f));
   }
   if (amx) amx_end();
 }
 
 FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                             const uint16_t* o, const uint16_t* p, const uint16_t* dout,
-                             uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t T, int64_t d,
-                             float scale) {
+                             const uint16_t* o, int64_t ldo, const uint16_t* p,
+                             const uint16_t* dout, int64_t lddo, uint16_t* dq, uint16_t* dk,
+                             uint16_t* dv, int64_t T, int64_t d, float scale) {
   Scratch& w = tls;
   w.size(T, d);
   // dP = dO v^T (v as transposed pairs); dQ = dS k (k interleaved); dK = dS^T q (q interleaved);
@@ -404,7 +407,7 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
   pack_transposed_pairs(v, T, d, w.t.data());
   pack_interleaved_rows(k, T, d, w.i1.data());
   pack_interleaved_rows(q, T, d, w.i2.data());
-  pack_interleaved_rows(dout, T, d, w.i3.data());
+  pack_interleaved_rows(dout, T, d, w.i3.data(), lddo);
   uint16_t* ds = w.rowmajor.data();  // dS, row-major bf16
   uint16_t* dsi = w.pairs.data();    // dS, interleaved rows (without AMX)
   const bool amx = amx_available() && d <= 64;
@@ -413,13 +416,13 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t i0 = 0; i0 < T; i0 += 16) {
     const int64_t nb = i0 / 16 + 1;
-    scores16(amx, dout + i0 * d, d, w.t.data(), T, nb, w.s.data());  // dP (16, nb * 16)
+    scores16(amx, dout + i0 * lddo, lddo, d, w.t.data(), T, nb, w.s.data());  // dP (16, nb * 16)
     for (int64_t r = 0; r < 16; ++r) {
       const int64_t i = i0 + r;
       // D_i = sum_f dO[i][f] O[i][f]
       __m512 acc = _mm512_setzero_ps();
       for (int64_t f = 0; f < d; f += 16)
-        acc = _mm512_fmadd_ps(load_bf16(dout + i * d + f), load_bf16(o + i * d + f), acc);
+        acc = _mm512_fmadd_ps(load_bf16(dout + i * lddo + f), load_bf16(o + i * ldo + f), acc);
       const __m512 D = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
       const float* dp = w.s.data() + r * T;
       for (int64_t b = 0; b < nb; ++b) {
@@ -483,15 +486,15 @@ bool attention_supported(int64_t T, int64_t d) {
 }
 
 void causal_attention_forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
-                              uint16_t* p, int64_t T, int64_t d, float scale) {
-  forward_impl(q, k, v, o, p, T, d, scale);
+                              int64_t ldo, uint16_t* p, int64_t T, int64_t d, float scale) {
+  forward_impl(q, k, v, o, ldo, p, T, d, scale);
 }
 
 void causal_attention_backward(const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                               const uint16_t* o, const uint16_t* p, const uint16_t* dout,
-                               uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t T, int64_t d,
-                               float scale) {
-  backward_impl(q, k, v, o, p, dout, dq, dk, dv, T, d, scale);
+                               const uint16_t* o, int64_t ldo, const uint16_t* p,
+                               const uint16_t* dout, int64_t lddo, uint16_t* dq, uint16_t* dk,
+                               uint16_t* dv, int64_t T, int64_t d, float scale) {
+  backward_impl(q, k, v, o, ldo, p, dout, lddo, dq, dk, dv, T, d, scale);
 }
 
 }  // namespace fused_cpu

@@ -12,6 +12,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 
 #include <array>
 #include <cmath>
@@ -62,6 +63,7 @@ struct BiasGelu : torch::autograd::Function<BiasGelu> {
   // h (N, M) = x W^T without the bias, in the GEMM's dtype; bias (M) fp32 -> gelu(h + bias).
   // Saves gelu'(h + bias) (in h's dtype: rounded to bf16 under bf16 autocast) for the backward.
   static Tensor forward(AutogradContext* ctx, const Tensor& h, const Tensor& bias) {
+    RECORD_FUNCTION("fused_cpu::bias_gelu", std::vector<c10::IValue>());
     auto y = torch::empty_like(h), g = torch::empty_like(h);  // (N, M)
     const int64_t N = h.size(0), M = h.size(1);
     const auto b = bias.contiguous();
@@ -100,6 +102,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
   // x (rows, C) fp32 -> (rows, C) in `out` dtype; saves mean and rstd per row.
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b,
                         double eps, bool out_bf16) {
+    RECORD_FUNCTION("fused_cpu::layer_norm", std::vector<c10::IValue>());
     const int64_t C = x.size(-1), rows = x.numel() / C;
     auto y = torch::empty(x.sizes(), x.options().dtype(out_bf16 ? torch::kBFloat16 : torch::kFloat));
     auto mean = torch::empty({rows}, x.options()), rstd = torch::empty({rows}, x.options());
@@ -145,6 +148,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps)
 struct CrossEntropy : torch::autograd::Function<CrossEntropy> {
   // logits (N, V) fp32 or bf16, targets (N) int64 -> mean loss, fp32 ().
   static Tensor forward(AutogradContext* ctx, const Tensor& logits, const Tensor& targets) {
+    RECORD_FUNCTION("fused_cpu::cross_entropy", std::vector<c10::IValue>());
     const int64_t N = logits.size(0), V = logits.size(1);
     auto lse = torch::empty({N}, logits.options().dtype(torch::kFloat));
     auto partial = std::vector<double>(static_cast<size_t>(n_chunks(N)));
@@ -193,35 +197,46 @@ Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 struct CausalAttention : torch::autograd::Function<CausalAttention> {
   // q, k, v (B, H, T, hd) bf16, contiguous -> (B, H, T, hd); saves the softmax P (B, H, T, T).
+  // The output is written token-major, (B, T, H, hd) in memory, and returned as its (B, H, T, hd)
+  // view: the model's transpose back to (B, T, C) is then free, and so is its backward.
   static Tensor forward(AutogradContext* ctx, const Tensor& q, const Tensor& k, const Tensor& v) {
-    const int64_t BH = q.size(0) * q.size(1), T = q.size(2), d = q.size(3);
-    auto o = torch::empty_like(q);
-    auto p = torch::empty({q.size(0), q.size(1), T, T}, q.options());
+    RECORD_FUNCTION("fused_cpu::causal_attention", std::vector<c10::IValue>());
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+    auto o = torch::empty({B, T, H, d}, q.options()).transpose(1, 2);  // (B, H, T, hd) view
+    auto p = torch::empty({B, H, T, T}, q.options());
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     auto u16 = [](const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); };
-    at::parallel_for(0, BH, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h)
-        fused_cpu::causal_attention_forward(u16(q) + h * T * d, u16(k) + h * T * d,
-                                            u16(v) + h * T * d, u16(o) + h * T * d,
-                                            u16(p) + h * T * T, T, d, scale);
+    at::parallel_for(0, B * H, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t bh = h0; bh < h1; ++bh) {
+        const int64_t b = bh / H, h = bh % H;
+        fused_cpu::causal_attention_forward(u16(q) + bh * T * d, u16(k) + bh * T * d,
+                                            u16(v) + bh * T * d, u16(o) + b * T * H * d + h * d,
+                                            H * d, u16(p) + bh * T * T, T, d, scale);
+      }
     });
     ctx->save_for_backward({q, k, v, o, p});
     return o;
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    RECORD_FUNCTION("fused_cpu::causal_attention_backward", std::vector<c10::IValue>());
     auto s = ctx->get_saved_variables();
     const auto &q = s[0], &k = s[1], &v = s[2], &o = s[3], &p = s[4];
-    const auto dout = grads[0].to(torch::kBFloat16).contiguous();
-    const int64_t BH = q.size(0) * q.size(1), T = q.size(2), d = q.size(3);
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+    // The gradient in the output's token-major layout (what the model's transpose hands back),
+    // else made so.
+    auto dout = grads[0].to(torch::kBFloat16);
+    if (!dout.transpose(1, 2).is_contiguous()) dout = dout.transpose(1, 2).contiguous().transpose(1, 2);
     auto dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     auto u16 = [](const Tensor& t) { return static_cast<uint16_t*>(t.data_ptr()); };
-    at::parallel_for(0, BH, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h)
+    at::parallel_for(0, B * H, 1, [&](int64_t h0, int64_t h1) {
+      for (int64_t bh = h0; bh < h1; ++bh) {
+        const int64_t b = bh / H, h = bh % H, tok = b * T * H * d + h * d;
         fused_cpu::causal_attention_backward(
-            u16(q) + h * T * d, u16(k) + h * T * d, u16(v) + h * T * d, u16(o) + h * T * d,
-            u16(p) + h * T * T, u16(dout) + h * T * d, u16(dq) + h * T * d, u16(dk) + h * T * d,
-            u16(dv) + h * T * d, T, d, scale);
+            u16(q) + bh * T * d, u16(k) + bh * T * d, u16(v) + bh * T * d, u16(o) + tok, H * d,
+            u16(p) + bh * T * T, u16(dout) + tok, H * d, u16(dq) + bh * T * d,
+            u16(dk) + bh * T * d, u16(dv) + bh * T * d, T, d, scale);
+      }
     });
     return {dq, dk, dv};
   }

@@ -48,17 +48,19 @@ struct AdamWArgs {
 void adamw(float* p, const float* g, float* m, float* v, const int64_t* run_start,
            const float* run_value, int64_t n_runs, const AdamWArgs& a);
 
-// Causal attention of one (batch, head) in bf16 (attention.cpp): q, k, v, o (T, d); p (T, T) the
-// softmax, saved for the backward (zero above the diagonal); scale = 1 / sqrt(d). Only where
-// attention_supported(T, d): AVX512-BF16, T a multiple of 32 up to 1024, d a multiple of 32 up
-// to 128.
+// Causal attention of one (batch, head) in bf16 (attention.cpp): q, k, v (T, d) row-major; o
+// (T, d) with row stride ldo (the heads of one token side by side: ldo = H d); p (T, T) the
+// softmax, saved for the backward (zero above the diagonal); scale = 1 / sqrt(d). The backward
+// reads o and the output gradient dout with their row strides and writes dq, dk, dv (T, d).
+// Only where attention_supported(T, d): AVX512-BF16, T a multiple of 32 up to 1024, d a multiple
+// of 32 up to 128 (products on AMX tiles when the CPU has them and d <= 64).
 bool attention_supported(int64_t T, int64_t d);
 void causal_attention_forward(const uint16_t* q, const uint16_t* k, const uint16_t* v, uint16_t* o,
-                              uint16_t* p, int64_t T, int64_t d, float scale);
+                              int64_t ldo, uint16_t* p, int64_t T, int64_t d, float scale);
 void causal_attention_backward(const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                               const uint16_t* o, const uint16_t* p, const uint16_t* dout,
-                               uint16_t* dq, uint16_t* dk, uint16_t* dv, int64_t T, int64_t d,
-                               float scale);
+                               const uint16_t* o, int64_t ldo, const uint16_t* p,
+                               const uint16_t* dout, int64_t lddo, uint16_t* dq, uint16_t* dk,
+                               uint16_t* dv, int64_t T, int64_t d, float scale);
 
 // Whether the AVX512 paths run on this CPU (AVX512F, BW, DQ, VL and BF16: Cooper Lake, Sapphire
 // Rapids, Zen 4 and later); elsewhere the portable loops run.
