@@ -263,8 +263,15 @@ const Runs& runs_of(const Tensor& decay) {
   static std::mutex mu;
   static std::map<std::tuple<const void*, int64_t, int64_t>, Runs> cache;
   std::lock_guard<std::mutex> lock(mu);
-  // Keyed by buffer, size and version: a mask written in place is read again.
+  // Keyed by buffer, size and version (a mask written in place is read again); a buffer freed and
+  // reused for another mask is caught by checking each run's first and last value.
   auto& r = cache[{decay.data_ptr(), decay.numel(), static_cast<int64_t>(decay._version())}];
+  const float* d0 = decay.data_ptr<float>();
+  for (size_t k = 0; k + 1 < r.start.size(); ++k)
+    if (d0[r.start[k]] != r.value[k] || d0[r.start[k + 1] - 1] != r.value[k]) {
+      r = Runs{};
+      break;
+    }
   if (r.start.empty()) {
     const float* d = decay.data_ptr<float>();
     const int64_t n = decay.numel();
