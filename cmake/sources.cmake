@@ -6,6 +6,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/config/schema.cpp
   harness/config/sections.cpp
   harness/run_config.cpp
+  harness/dist/parallel_config.cpp
   harness/gate/policy.cpp
   harness/stats/statistics.cpp
   harness/train/optim_config.cpp

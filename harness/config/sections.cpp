@@ -1,6 +1,7 @@
 // The registry of config sections. Each section is declared and validated by the component that
 // owns it; this list only fixes which sections exist and the order `config show` prints them.
 #include "harness/config/schema.h"
+#include "harness/dist/parallel_config.h"
 #include "harness/gate/policy.h"
 #include "harness/run_config.h"
 #include "harness/train/faults.h"
@@ -18,7 +19,7 @@ const std::vector<const SectionSchema*>& all_sections() {
   static const std::vector<const SectionSchema*> sections{
       &run_schema(),
       &workloads::model_schema(),
-      &variants::parallel_schema(),
+      &dist::parallel_schema(),
       &workloads::data_schema(),
       &train::optim_schema(),
       &variants::precision_schema(),

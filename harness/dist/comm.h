@@ -9,8 +9,8 @@
 #include <string>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/dist/parallel_config.h"
 #include "harness/dist/rendezvous.h"
-#include "variants/variant_config.h"
 
 namespace lockstep::dist {
 
@@ -25,7 +25,7 @@ class Comm {
  public:
   // Connects to the job's store and builds the process group (world_size > 1), or a local no-op
   // communicator. `backend` "auto" picks nccl on CUDA (when LibTorch has it), gloo otherwise.
-  Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device);
+  Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device);
   ~Comm();
 
   int rank() const { return rank_; }

@@ -61,7 +61,7 @@ struct Trainer::Impl {
   OutlierWindow outliers{50};
   FaultConfig faults;
   CheckpointConfig ckpt_cfg;
-  variants::ParallelConfig par;
+  dist::ParallelConfig par;
   TrainOptions opts;
   torch::Device device{torch::kCPU};
   dist::RankInfo who;
@@ -115,7 +115,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.outliers = OutlierWindow(static_cast<size_t>(s.stability.outlier_window));
   s.faults = FaultConfig::from(cfg);
   s.ckpt_cfg = CheckpointConfig::from(cfg);
-  s.par = variants::ParallelConfig::from(cfg);
+  s.par = dist::ParallelConfig::from(cfg);
   s.prof = ProfileConfig::from(cfg);
   if (s.prof.trace) s.trace = std::make_shared<TraceLog>(who.rank);
   s.opts = std::move(opts);
