@@ -4,8 +4,8 @@
 set(LOCKSTEP_CORE_SOURCES
   harness/config/config.cpp
   harness/config/schema.cpp
-  harness/config/sections.cpp
-  harness/run_config.cpp
+  harness/sections.cpp
+  harness/train/run_config.cpp
   harness/dist/parallel_config.cpp
   harness/gate/policy.cpp
   harness/stats/statistics.cpp

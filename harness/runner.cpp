@@ -13,7 +13,6 @@
 #include "harness/dist/rendezvous.h"
 #include "harness/exit_codes.h"
 #include "harness/peak.h"
-#include "harness/run_config.h"
 #include "harness/summary.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/trace.h"

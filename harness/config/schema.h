@@ -62,7 +62,8 @@ struct SectionSchema {
   const KeySpec* find(const std::string& key) const;
 };
 
-// Every section the loader accepts, in the order `config show` prints them.
+// Every section the loader accepts, in the order `config show` prints them. Defined above the
+// components that own the sections (harness/sections.cpp), so this layer depends on none of them.
 const std::vector<const SectionSchema*>& all_sections();
 const SectionSchema* find_section(const std::string& name);
 const KeySpec* find_key(const std::string& dotted);

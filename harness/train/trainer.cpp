@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "harness/dist/comm.h"
-#include "harness/run_config.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/faults.h"
 #include "harness/train/memory.h"
@@ -17,6 +16,7 @@
 #include "harness/train/phase_timer.h"
 #include "harness/train/profile_config.h"
 #include "harness/train/profiler.h"
+#include "harness/train/run_config.h"
 #include "harness/train/stability.h"
 #include "harness/train/trace.h"
 #include "variants/attention.h"

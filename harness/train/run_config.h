@@ -1,4 +1,5 @@
-// [run]: what to run and where. Owned by the runner (harness/train/trainer.h).
+// [run]: what to run and where. Owned by the trainer (harness/train/trainer.h); the runner
+// (harness/runner.h) reads it too.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "harness/run_config.h"
+#include "harness/train/run_config.h"
 
 #include <filesystem>
 

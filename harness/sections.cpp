@@ -1,12 +1,14 @@
 // The registry of config sections. Each section is declared and validated by the component that
 // owns it; this list only fixes which sections exist and the order `config show` prints them.
+// It lives above every component (harness/config/schema.h declares it): the config layer itself
+// knows no component.
 #include "harness/config/schema.h"
 #include "harness/dist/parallel_config.h"
 #include "harness/gate/policy.h"
-#include "harness/run_config.h"
 #include "harness/train/faults.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/profile_config.h"
+#include "harness/train/run_config.h"
 #include "harness/train/stability_config.h"
 #include "variants/variant_config.h"
 #include "workloads/data_config.h"
