@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "harness/dist/comm.h"
+#include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/faults.h"
 #include "harness/train/memory.h"
@@ -165,8 +166,13 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
+  // The optimizer (AdamW with the [optim] hyperparameters) runs inside the sharding layer, on the
+  // slices this rank owns.
   s.sharding = std::make_unique<variants::Sharding>(
-      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
+      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb,
+      [optim = s.optim](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, const torch::Tensor& decay, double lr,
+                        int64_t t) { adamw_update(p, g, m, v, decay, lr, t, optim); });
   s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
   const auto window = static_cast<size_t>(std::min(s.prof.window, s.run.steps));
   s.layers->expect_steps(window);
@@ -240,7 +246,8 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.layer_costs = s.layers->costs();
   out.profiled_steps = s.profiled;
   out.trace = s.trace;
-  out.memory = s.sharding->accounting();
+  const auto mem = s.sharding->accounting();
+  out.memory = MemoryAccounting{mem.param_bytes, mem.grad_bytes, mem.optimizer_state_bytes};
   out.peak_memory_bytes = peak_tensor_bytes(s.device);
   out.peak_rss_bytes = peak_rss_bytes();
   out.overflow_skips = s.precision->overflow_skips();
