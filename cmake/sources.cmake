@@ -10,7 +10,8 @@ set(LOCKSTEP_CORE_SOURCES
   harness/gate/policy.cpp
   harness/stats/statistics.cpp
   harness/train/optim_config.cpp
-  harness/train/faults.cpp
+  harness/train/fault_config.cpp
+  harness/train/checkpoint_config.cpp
   harness/train/profile_config.cpp
   harness/train/stability_config.cpp
   harness/train/stability.cpp
@@ -75,6 +76,8 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/environment.cpp
   harness/train/memory.cpp
   harness/train/phase_timer.cpp
+  harness/train/faults.cpp
+  harness/train/profile_window.cpp
   harness/train/trainer.cpp
   harness/train/watchdog.cpp
   harness/train/profiler.cpp
