@@ -1,6 +1,8 @@
 // `lockstep run`: one training run, end to end. Resolves the config and the output folder, becomes
 // the launcher when the job needs several ranks and none were launched, otherwise trains this
-// rank and writes config.toml, metrics.jsonl (metrics.rank<r>.jsonl for r > 0) and summary.json.
+// rank and writes its run folder: config.toml, metrics.jsonl (metrics.rank<r>.jsonl for r > 0),
+// summary.json, trace.rank<r>.json, layer_costs.json and checkpoints/; it also records the run in
+// the history and writes --export-losses.
 #pragma once
 
 #include <string>
@@ -22,10 +24,12 @@ struct RunRequest {
   bool no_history = false;  // --no-history: do not record this run
 };
 
-// Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).
+// Returns the exit code: 0 ok, 2 usage error, 3 the run failed (non-finite, lost rank, hang).
+// Throws config::ConfigError or UsageError (exit 2) for a bad config or output folder.
 int run_training(const RunRequest& req);
 
-// The effective config of a request, as `run` would use it (overrides applied).
+// The overrides `run` applies on top of the request's config file: the --set values, then
+// --steps and --nproc as run.steps and parallel.world_size.
 std::vector<std::string> request_overrides(const RunRequest& req);
 
 }  // namespace lockstep

@@ -1,4 +1,4 @@
-// `lockstep run`, `lockstep calibrate` and `lockstep demo`.
+// `lockstep run` and `lockstep calibrate` (`lockstep demo` is in cmd_compare.cpp).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>

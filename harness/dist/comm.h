@@ -45,7 +45,8 @@ class Comm {
   uint64_t take_bytes();
   // The collective this rank is waiting in right now ("" when none): read by the watchdog.
   std::string in_flight() const;
-  // Whether reduce_scatter is native or emulated by an all-reduce (Gloo in LibTorch 1.13).
+  // Whether reduce_scatter is native, or emulated by one reduce per shard, each to its owner
+  // (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
 
  private:
