@@ -1,24 +1,9 @@
-#include "reports/run_observers.h"
+#include "reports/run_progress.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "reports/run_json.h"
-
 namespace lockstep::reports {
-
-MetricsLog::MetricsLog(const std::filesystem::path& path, bool append) : log_(path, !append) {}
-
-void MetricsLog::on_step(const StepRecord& r) {
-  log_.append(to_json(r).dump());
-  std::lock_guard<std::mutex> lock(mu_);
-  records_.push_back(r);
-}
-
-std::vector<StepRecord> MetricsLog::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return records_;
-}
 
 Progress::Progress(std::string name, int64_t log_every, bool tty)
     : name_(std::move(name)), log_every_(log_every), tty_(tty) {}

@@ -1,13 +1,9 @@
-#include "reports/run_json.h"
+#include "harness/runs/run_json.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <stdexcept>
 
-#include "harness/util/files.h"
-
-namespace lockstep::reports {
+namespace lockstep::runs {
 using nlohmann::json;
 
 json num(double x) {
@@ -157,31 +153,11 @@ RunSummary summary_from_json(const json& j) {
   return s;
 }
 
-std::vector<StepRecord> read_metrics(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  std::vector<StepRecord> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    try {
-      out.push_back(step_from_json(json::parse(line)));
-    } catch (const std::exception& e) {
-      throw std::runtime_error(path.string() + ":" + std::to_string(n) +
-                               ": unreadable metrics line: " + e.what());
-    }
-  }
-  return out;
+json layer_costs_json(int64_t steps, const std::vector<UnitCost>& units) {
+  json a = json::array();
+  for (const auto& u : units)
+    a.push_back({{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
+  return json{{"steps", steps}, {"units", a}};
 }
 
-RunSummary read_summary(const std::filesystem::path& path) {
-  try {
-    return summary_from_json(json::parse(util::read_file(path)));
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + ": unreadable summary: " + e.what());
-  }
-}
-
-}  // namespace lockstep::reports
+}  // namespace lockstep::runs
