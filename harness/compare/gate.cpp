@@ -1,4 +1,4 @@
-#include "harness/gate/gate.h"
+#include "harness/compare/gate.h"
 
 #include <cmath>
 #include <cstdio>
