@@ -1,17 +1,17 @@
 // `lockstep history report`: per config and machine, the recorded runs' tokens/s, MFU, P99 step
-// latency and final loss over commits, with change points (reports/history/changepoint.h) and
-// loss drift flagged separately. Rendered as report.json, report.md and report.html (trend plots
-// with the flagged points marked); exit code 1 when a regression (a speed change for the worse,
-// or a loss drift upwards) starts within the last `window` commits of a series.
+// latency and final loss over commits, with change points (harness/history/changepoint.h) and
+// loss drift flagged separately; exit code 1 when a regression (a speed change for the worse, or
+// a loss drift upwards) starts within the last `window` commits of a series. Rendered by
+// reports/history/reporters.h as report.json, report.md and report.html (trend plots with the
+// flagged points marked).
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "reports/history/changepoint.h"
-#include "reports/history/store.h"
+#include "harness/history/changepoint.h"
+#include "harness/history/store.h"
 
 namespace lockstep::history {
 
@@ -77,23 +77,5 @@ struct Report {
 // Groups points (oldest first) by config (name and hash) and machine and judges each series.
 Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt,
                     const std::string& history_path = "");
-
-std::string render_json(const Report& r);
-std::string render_markdown(const Report& r);
-std::string render_html(const Report& r);     // self-contained; gnuplot trend plots
-std::string render_console(const Report& r);  // a few lines for the terminal
-
-// Writes report.json, report.md and report.html into dir atomically; returns their paths.
-std::vector<std::filesystem::path> write_report(const Report& r, const std::filesystem::path& dir);
-
-// Shared wording.
-std::string short_commit(const std::string& commit);  // the first 7 characters, like git
-// One line, e.g. "tokens/s -9.8% [-11.0%, -8.6%] (10210 -> 9209), regression first at 3f2a1b0
-// (after 9c01d2e)".
-std::string describe(const Flag& f);
-std::string format_value(const std::string& metric,
-                         double v);  // "10234", "31.20%", "25.40 ms", "2.103421"
-std::string format_pct(double pct);  // "+9.8%" | "n/a"
-std::string short_time(const std::string& recorded_at);  // "2026-01-05 12:34" (UTC)
 
 }  // namespace lockstep::history

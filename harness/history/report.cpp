@@ -1,4 +1,4 @@
-#include "reports/history/report.h"
+#include "harness/history/report.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,12 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "harness/util/files.h"
-#include "reports/reporter.h"
-
 namespace lockstep::history {
-namespace fs = std::filesystem;
-
 namespace {
 
 std::string now_utc() {
@@ -162,84 +157,6 @@ Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions&
   }
   r.exit_code = r.regressions_in_window > 0 ? 1 : 0;
   return r;
-}
-
-std::vector<fs::path> write_report(const Report& r, const fs::path& dir) {
-  fs::create_directories(dir);
-  std::vector<fs::path> out{dir / "report.json", dir / "report.md", dir / "report.html"};
-  util::write_atomic(out[0], render_json(r));
-  util::write_atomic(out[1], render_markdown(r));
-  util::write_atomic(out[2], render_html(r));
-  return out;
-}
-
-std::string short_commit(const std::string& commit) {
-  return commit.substr(0, 7);
-}
-
-std::string format_value(const std::string& metric, double v) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[48];
-  if (metric == "tokens_per_sec")
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else if (metric == "mfu")
-    std::snprintf(buf, sizeof buf, "%.2f%%", 100 * v);
-  else if (metric == "p99_ms")
-    std::snprintf(buf, sizeof buf, "%.2f ms", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.6f", v);
-  return buf;
-}
-
-std::string format_pct(double pct) {
-  return reports::text::signed_fixed(pct, 1, "%");
-}
-
-std::string short_time(const std::string& recorded_at) {
-  if (recorded_at.size() < 16 || recorded_at[10] != 'T') return recorded_at;
-  return recorded_at.substr(0, 10) + " " + recorded_at.substr(11, 5);
-}
-
-std::string describe(const Flag& f) {
-  const std::string label = metric_info(f.metric).label;
-  std::string s;
-  if (f.kind == "speed") {
-    s = label + " " + format_pct(f.size_pct);
-    if (f.ci_lo && f.ci_hi) s += " [" + format_pct(*f.ci_lo) + ", " + format_pct(*f.ci_hi) + "]";
-    s += " (" + format_value(f.metric, f.before) + " -> " + format_value(f.metric, f.after) +
-         "), " + (f.regression ? "regression" : "improvement");
-  } else {
-    char delta[48];
-    std::snprintf(delta, sizeof delta, "%+.3g", f.delta);
-    s = "loss drift: final loss " + format_value(f.metric, f.before) + " -> " +
-        format_value(f.metric, f.after) + " (" + delta + (f.regression ? ", worse)" : ", better)");
-  }
-  s += " first at " + short_commit(f.commit) + " (after " + short_commit(f.previous_commit) + ")";
-  if (!f.note.empty()) s += "; " + f.note;
-  return s;
-}
-
-std::string render_console(const Report& r) {
-  std::string o;
-  size_t runs = 0;
-  for (const auto& s : r.series) runs += s.points.size();
-  o += "Lockstep history report: " + std::to_string(r.series.size()) + " series, " +
-       std::to_string(runs) + " runs";
-  if (!r.history_path.empty()) o += " (" + r.history_path + ")";
-  o += "\n";
-  for (const auto& s : r.series) {
-    o += "  " + s.config_name + " [" + s.config_hash + "] on " + s.host + " (" + s.device + "), " +
-         std::to_string(s.points.size()) + " runs: ";
-    o += s.flags.empty() ? "no change flagged\n" : std::to_string(s.flags.size()) + " flagged\n";
-    for (const auto& f : s.flags)
-      o += std::string("    ") + (f.in_window && f.regression ? "! " : "  ") + describe(f) +
-           (f.in_window ? " [in window]" : "") + "\n";
-  }
-  o += r.regressions_in_window
-           ? std::to_string(r.regressions_in_window) + " regression(s) within the last " +
-                 std::to_string(r.options.window) + " commits: exit 1\n"
-           : "no regression within the last " + std::to_string(r.options.window) + " commits\n";
-  return o;
 }
 
 }  // namespace lockstep::history

@@ -1,4 +1,4 @@
-#include "reports/history/store.h"
+#include "harness/history/store.h"
 
 #include <unistd.h>
 
@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "reports/history/schema.h"
-#include "reports/history/sqlite.h"
-#include "reports/json_reporter.h"
-#include "reports/run_json.h"
+#include "harness/compare/result_json.h"
+#include "harness/history/schema.h"
+#include "harness/history/sqlite.h"
+#include "harness/runs/run_json.h"
 
 namespace lockstep::history {
 namespace fs = std::filesystem;
@@ -81,7 +81,7 @@ std::string env_json(const std::map<std::string, std::string>& env) {
 
 std::string curve_json(const std::vector<double>& curve) {
   nlohmann::json a = nlohmann::json::array();
-  for (double x : curve) a.push_back(reports::num(x));
+  for (double x : curve) a.push_back(runs::num(x));
   return a.dump();
 }
 
@@ -171,7 +171,7 @@ int64_t Store::record_run(const RunSummary& s, const std::string& config_toml,
         .bind(5, s.tokens_per_sec)
         .bind(6, s.mfu);
     st.bind(7, s.step_ms.p50).bind(8, s.step_ms.p99).bind(9, s.peak_memory_bytes);
-    st.bind(10, reports::to_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    st.bind(10, runs::to_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     st.bind(11, curve_json(loss_curve)).bind(12, run_dir);
     st.run();
   });
@@ -206,7 +206,7 @@ int64_t Store::record_compare(const compare::CompareResult& r,
         .bind(9, delta_value(r.delta.mfu_pts))
         .bind(10, delta_value(r.delta.p99_ms_pct));
     st.bind(11, checks.dump(-1, ' ', false, replace))
-        .bind(12, reports::to_json(r).dump(-1, ' ', false, replace));
+        .bind(12, compare::to_json(r).dump(-1, ' ', false, replace));
     st.bind(13, nlohmann::json(report_paths).dump(-1, ' ', false, replace)).bind(14, r.out_dir);
     st.bind(15, r.loss_reference.empty() ? std::string("baseline run") : r.loss_reference);
     st.run();
@@ -312,7 +312,7 @@ std::optional<ReferenceCurve> Store::latest_loss_curve(const std::string& config
   c.git_commit = st.text(1);
   c.recorded_at = st.text(2);
   c.run_dir = st.text(3);
-  for (const auto& x : nlohmann::json::parse(st.text(4))) c.curve.push_back(reports::num_or_nan(x));
+  for (const auto& x : nlohmann::json::parse(st.text(4))) c.curve.push_back(runs::num_or_nan(x));
   if (c.curve.empty()) return std::nullopt;
   return c;
 }

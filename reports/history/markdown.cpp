@@ -1,14 +1,22 @@
-// history report.md: the verdict, then per series the flagged speed changes and loss drift.
+// The history report as report.md: the verdict, then per series the flagged speed changes and
+// loss drift.
 #include <cstdio>
 #include <sstream>
 
-#include "reports/history/report.h"
+#include "reports/history/reporters.h"
+#include "reports/history/wording.h"
 #include "reports/markdown_reporter.h"
 
-namespace lockstep::history {
+namespace lockstep::reports {
 namespace {
 
-using reports::markdown_escape;
+using history::Flag;
+using history::metric_info;
+using history::Series;
+using history_text::format_pct;
+using history_text::format_value;
+using history_text::short_commit;
+using history_text::short_time;
 
 std::string row(const std::vector<std::string>& cells) {
   std::string out = "|";
@@ -36,7 +44,7 @@ std::string commit_cell(const std::string& c) {
 
 }  // namespace
 
-std::string render_markdown(const Report& r) {
+std::string HistoryMarkdownReporter::render(const history::Report& r) const {
   std::ostringstream o;
   const bool fail = r.exit_code != 0;
   o << "## " << (fail ? "❌" : "✅") << " Lockstep history: ";
@@ -115,4 +123,4 @@ std::string render_markdown(const Report& r) {
   return o.str();
 }
 
-}  // namespace lockstep::history
+}  // namespace lockstep::reports

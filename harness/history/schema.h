@@ -2,7 +2,7 @@
 // takes PRAGMA user_version from i-1 to i. Never edit a released migration; add the next one.
 #pragma once
 
-#include "reports/history/sqlite.h"
+#include "harness/history/sqlite.h"
 
 namespace lockstep::history {
 

@@ -1,4 +1,4 @@
-#include "reports/history/changepoint.h"
+#include "harness/history/changepoint.h"
 
 #include <algorithm>
 #include <cmath>

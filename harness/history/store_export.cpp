@@ -2,8 +2,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "reports/history/sqlite.h"
-#include "reports/history/store.h"
+#include "harness/history/sqlite.h"
+#include "harness/history/store.h"
 
 namespace lockstep::history {
 namespace {

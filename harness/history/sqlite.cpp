@@ -1,4 +1,4 @@
-#include "reports/history/sqlite.h"
+#include "harness/history/sqlite.h"
 
 #include <sqlite3.h>
 

@@ -1,18 +1,26 @@
-// history report.html: one self-contained page (inline CSS and SVG, no scripts, no external
-// URLs): the verdict banner, then per series the flagged changes, loss drift and trend plots.
+// The history report as report.html: one self-contained page (inline CSS and SVG, no scripts, no
+// external URLs): the verdict banner, then per series the flagged changes, loss drift and trend
+// plots.
 #include <cstdio>
 #include <sstream>
 
-#include "reports/history/report.h"
+#include "reports/history/reporters.h"
 #include "reports/history/trend_plot.h"
+#include "reports/history/wording.h"
 #include "reports/html_page.h"
-#include "reports/html_reporter.h"
 
-namespace lockstep::history {
+namespace lockstep::reports {
 namespace {
 
-using reports::figure;
-using reports::html_escape;
+using history::Flag;
+using history::metric_info;
+using history::MetricSeries;
+using history::Report;
+using history::Series;
+using history_text::format_pct;
+using history_text::format_value;
+using history_text::short_commit;
+using history_text::short_time;
 
 // The history report's own rules, on top of the shared page stylesheet (reports/html_page.h).
 const char* kCss = R"css(:root{--drift:#7048e8}
@@ -143,7 +151,7 @@ void series_section(std::ostream& o, const Series& s, size_t n) {
 
 }  // namespace
 
-std::string render_html(const Report& r) {
+std::string HistoryHtmlReporter::render(const history::Report& r) const {
   std::ostringstream o;
   const std::string verdict =
       r.exit_code ? std::to_string(r.regressions_in_window) + " regression(s)" : "no regression";
@@ -168,4 +176,4 @@ std::string render_html(const Report& r) {
   return o.str();
 }
 
-}  // namespace lockstep::history
+}  // namespace lockstep::reports

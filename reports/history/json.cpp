@@ -1,11 +1,16 @@
-// history report.json: the report as data (non-finite numbers as null).
+// The history report as report.json: the report as data (non-finite numbers as null).
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "reports/history/report.h"
+#include "reports/history/reporters.h"
+#include "reports/history/wording.h"
 
-namespace lockstep::history {
+namespace lockstep::reports {
 namespace {
+
+using history::Flag;
+using history::SeriesPoint;
+using history_text::describe;
 
 using json = nlohmann::ordered_json;
 
@@ -51,7 +56,7 @@ json flag_json(const Flag& f) {
 
 }  // namespace
 
-std::string render_json(const Report& r) {
+std::string HistoryJsonReporter::render(const history::Report& r) const {
   const auto& o = r.options;
   json series = json::array();
   for (const auto& s : r.series) {
@@ -90,4 +95,4 @@ std::string render_json(const Report& r) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace lockstep::history
+}  // namespace lockstep::reports

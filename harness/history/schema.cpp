@@ -1,9 +1,9 @@
-#include "reports/history/schema.h"
+#include "harness/history/schema.h"
 
 #include <string>
 #include <vector>
 
-#include "reports/history/store.h"
+#include "harness/history/store.h"
 
 namespace lockstep::history {
 namespace {
