@@ -1,12 +1,11 @@
-// The HTML report's plots, drawn by gnuplot (`set terminal svg`) in a subprocess: loss curves,
-// their difference, the step-latency ECDF per arm and the throughput per arm. Each returns inline
-// SVG text, or an error saying why there is no plot (the page then says "plot unavailable").
+// Plots drawn by gnuplot (`set terminal svg`) in a subprocess, for every HTML report (the
+// comparison's figures: reports/compare_plots.h; scaling, diagnosis and history draw their own).
+// A plot is inline SVG text, or an error saying why there is none (the page then says "plot
+// unavailable"); the page itself always renders.
 #pragma once
 
 #include <map>
 #include <string>
-
-#include "harness/compare/result.h"
 
 namespace lockstep::reports {
 
@@ -17,10 +16,6 @@ struct Plot {
   bool ok() const { return !svg.empty(); }
 };
 
-// The <figure> for a plot on an HTML page: the caption (escaped) and the inline SVG, or
-// "plot unavailable: why" when there is none.
-std::string figure(const std::string& caption, const Plot& p);
-
 // The gnuplot to run: $LOCKSTEP_GNUPLOT if set, else "gnuplot" from PATH.
 std::string gnuplot_binary();
 
@@ -30,14 +25,11 @@ std::string gnuplot_binary();
 Plot run_gnuplot(const std::string& body, const std::map<std::string, std::string>& data,
                  const std::string& id, const std::string& title);
 
-Plot loss_curves_plot(const compare::CompareResult& r);  // both loss curves vs step
-Plot loss_difference_plot(
-    const compare::CompareResult& r);                // variant - baseline, with the allowed band
-Plot latency_plot(const compare::CompareResult& r);  // ECDF of pooled step_ms, P50/P99 marked
-Plot throughput_plot(
-    const compare::CompareResult& r);  // median tokens/s with CI, repeats as points
-
 // A gnuplot string literal (single quotes; quotes doubled).
 std::string gnuplot_quote(const std::string& s);
+
+// A number in a gnuplot data file or script: "%.10g" (util::format_number), "?" when non-finite
+// (the scripts `set datafile missing '?'`).
+std::string gnuplot_number(double x);
 
 }  // namespace lockstep::reports
