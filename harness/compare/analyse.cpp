@@ -1,6 +1,7 @@
 #include "harness/compare/analyse.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "harness/compare/analysis.h"
 #include "harness/stats/statistics.h"
@@ -39,6 +40,13 @@ void fail_arm(CompareResult& r, ArmResult& arm, const runs::RunOutcome& o) {
   }
 }
 
+// The index of an arm's full run in plan.alignment (the plan always has one per arm it runs).
+size_t full_run(const ComparisonPlan& plan, const std::string& arm) {
+  for (size_t i = 0; i < plan.alignment.size(); ++i)
+    if (plan.alignment[i].arm == arm && plan.alignment[i].role == "full") return i;
+  throw std::logic_error("comparison plan without a full " + arm + " run");
+}
+
 void fill_arm_from_alignment(ArmResult& arm, const ArmRun& run, const runs::RunOutcome& o) {
   arm.alignment_run = o.summary;
   arm.loss_curve = losses_of(o.records);
@@ -65,17 +73,17 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.baseline.config_path = plan.mode == "ab" ? plan.baseline_path : plan.golden_file;
   r.variant.config_path = plan.variant_path;
 
-  // plan.alignment: [baseline], variant, then the seed band.
-  const size_t vi = plan.mode == "ab" ? 1 : 0;
   if (plan.mode == "ab") {
-    fill_arm_from_alignment(r.baseline, plan.alignment[0], outs[0]);
-    r.env = outs[0].summary.env;
-    if (!outs[0].ok()) fail_arm(r, r.baseline, outs[0]);
+    const size_t bi = full_run(plan, "baseline");
+    fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
+    r.env = outs[bi].summary.env;
+    if (!outs[bi].ok()) fail_arm(r, r.baseline, outs[bi]);
   } else {
     r.baseline.loss_curve = plan.golden_curve;
     r.baseline.name = "golden";
     r.loss_reference = "golden file " + plan.golden_file;
   }
+  const size_t vi = full_run(plan, "variant");
   fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
   if (plan.mode == "golden") r.env = outs[vi].summary.env;
   if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
@@ -85,9 +93,10 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     BandInput b;
     const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
                                                : static_cast<int64_t>(r.baseline.loss_curve.size());
-    b.seeds.push_back(plan.alignment[0].seed);
+    b.seeds.push_back(plan.alignment[full_run(plan, "baseline")].seed);
     b.losses.push_back(loss_at(r.baseline.loss_curve, cs));
-    for (size_t i = vi + 1; i < plan.alignment.size(); ++i) {
+    for (size_t i = 0; i < plan.alignment.size(); ++i) {
+      if (plan.alignment[i].role != "seed band") continue;
       if (!outs[i].ok()) {
         fail_arm(r, r.baseline, outs[i]);
         continue;

@@ -70,29 +70,31 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
 
   const fs::path arms = fs::path(req.out_dir) / "arms";
   const int64_t seed = bcfg.integer("run.seed");
-  auto run = [](std::string arm, int64_t seed, const std::string& label, const ArmSpec& spec,
-                std::vector<std::string> sets, fs::path dir, int64_t stop_after) {
+  auto arm_run = [](std::string arm, std::string role, int64_t run_seed, const std::string& label,
+                    const ArmSpec& spec, std::vector<std::string> sets, fs::path dir,
+                    int64_t stop_after) {
     runs::RunJob j;
     j.label = label;
     j.config = spec.config;
     j.sets = std::move(sets);
     j.dir = std::move(dir);
     j.stop_after = stop_after;
-    return ArmRun{std::move(arm), seed, std::move(j)};
+    return ArmRun{std::move(arm), std::move(role), run_seed, std::move(j)};
   };
 
   // Equivalence: full-length runs at the comparison seed (and the seed band).
   if (p.mode == "ab")
     p.alignment.push_back(
-        run("baseline", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
-  p.alignment.push_back(
-      run("variant", vcfg.integer("run.seed"), "variant", req.variant, vsets, arms / "variant", 0));
+        arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
+  p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
+                                vsets, arms / "variant", 0));
   if (p.klass == "approximate") {
     for (int64_t k = 1; k <= p.policy.seeds; ++k) {
       const std::string label = "baseline-seed" + std::to_string(seed + k);
       auto sets = bsets;
       sets.push_back("run.seed=" + std::to_string(seed + k));
-      p.alignment.push_back(run("baseline", seed + k, label, req.baseline, sets, arms / label, 0));
+      p.alignment.push_back(
+          arm_run("baseline", "seed band", seed + k, label, req.baseline, sets, arms / label, 0));
     }
   }
 
@@ -109,10 +111,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         const bool is_b = (k == 0) == baseline_first;
         char name[64];
         std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
-        p.timing.push_back(is_b ? run("baseline", seed, "baseline", req.baseline, bsets,
-                                      arms / "timing" / name, window)
-                                : run("variant", vcfg.integer("run.seed"), "variant", req.variant,
-                                      vsets, arms / "timing" / name, window));
+        p.timing.push_back(is_b ? arm_run("baseline", "timing", seed, "baseline", req.baseline,
+                                          bsets, arms / "timing" / name, window)
+                                : arm_run("variant", "timing", vcfg.integer("run.seed"), "variant",
+                                          req.variant, vsets, arms / "timing" / name, window));
       }
     }
   }

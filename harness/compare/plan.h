@@ -19,9 +19,10 @@
 
 namespace lockstep::compare {
 
-// One run of a comparison: the arm it measures and the job that runs it.
+// One run of a comparison: the arm it measures, what it is for, and the job that runs it.
 struct ArmRun {
   std::string arm;   // "baseline" | "variant"
+  std::string role;  // "full" (the arm at the comparison seed) | "seed band" | "timing"
   int64_t seed = 0;  // its run.seed (the seed band's runs differ from the comparison seed)
   runs::RunJob job;
 };
@@ -43,7 +44,7 @@ struct ComparisonPlan {
   std::string reference_source;
   int parallel = 1;  // alignment runs at once
 
-  std::vector<ArmRun> alignment;  // [baseline], variant, then the seed band in seed order
+  std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then the "seed band"
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
 };
 
