@@ -110,7 +110,7 @@ TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
                         tmp.path());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("non-finite loss at step 7"), std::string::npos) << r.output;
-  auto recs = lockstep::reports::read_metrics(tmp.path() / "r" / "metrics.jsonl");
+  auto recs = lockstep::runs::read_metrics(tmp.path() / "r" / "metrics.jsonl");
   ASSERT_EQ(recs.size(), 7u);
   for (size_t i = 0; i < 6; ++i) EXPECT_TRUE(std::isfinite(recs[i].loss));
   EXPECT_TRUE(std::isnan(recs[6].loss));
@@ -194,8 +194,8 @@ TEST(RunFolder, ResumeReadsARelativeDataPathAsTheConfigMeantIt) {
   ASSERT_EQ(b.size(), 30u);
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << i + 1;
   // The resumed process (from the step-10 checkpoint) is cold: its first 5 steps are not timed.
-  const auto ra = lockstep::reports::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
-             rb = lockstep::reports::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
+  const auto ra = lockstep::runs::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
+             rb = lockstep::runs::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
   for (size_t i = 10; i < 15; ++i) {
     EXPECT_TRUE(ra[i].timed) << "step " << i + 1;
     EXPECT_FALSE(rb[i].timed) << "step " << i + 1;
@@ -358,7 +358,7 @@ TEST(Mitigation, SkipOutliersSkipsExactlyTheCorruptBatchAndIsExactOnACleanRun) {
   // Never trips on a clean run: the same math, bit for bit.
   EXPECT_EQ(losses(tmp.path() / "clean" / "metrics.jsonl"),
             losses(tmp.path() / "guarded" / "metrics.jsonl"));
-  auto recs = lockstep::reports::read_metrics(tmp.path() / "faulty" / "metrics.jsonl");
+  auto recs = lockstep::runs::read_metrics(tmp.path() / "faulty" / "metrics.jsonl");
   ASSERT_EQ(recs.size(), 80u);
   for (const auto& r : recs) EXPECT_EQ(r.skipped_outlier, r.step == 60) << "step " << r.step;
   EXPECT_GT(recs[59].loss, 2.0 * recs[58].loss);  // the corrupt batch itself is a loss spike
@@ -386,8 +386,8 @@ TEST(Mitigation, SkipOutliersResumesWithItsWindow) {
   auto resumed =
       run_lockstep({"run", "--resume", tmp / "cut", "--quiet", "--no-history"}, tmp.path());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  const auto a = lockstep::reports::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
-             b = lockstep::reports::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
+  const auto a = lockstep::runs::read_metrics(tmp.path() / "full" / "metrics.jsonl"),
+             b = lockstep::runs::read_metrics(tmp.path() / "cut" / "metrics.jsonl");
   ASSERT_EQ(a.size(), 40u);
   ASSERT_EQ(b.size(), 40u);
   EXPECT_TRUE(a[34].skipped_outlier);

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "harness/compare/analysis.h"
+#include "harness/compare/gate.h"
 #include "harness/exit_codes.h"
-#include "harness/gate/gate.h"
 #include "harness/gate/policy.h"
 
 using namespace lockstep;

@@ -119,7 +119,7 @@ TEST(FaultTolerance, KilledRankFailsTheOthersWithinAMinuteNamingRankAndCollectiv
   EXPECT_NE(r.output.find("because rank 1 (killed by signal 9"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("collective all_reduce"), std::string::npos) << r.output;
   // Every completed step is in rank 0's log, each line whole.
-  auto recs = lockstep::reports::read_metrics(tmp.path() / "k" / "metrics.jsonl");
+  auto recs = lockstep::runs::read_metrics(tmp.path() / "k" / "metrics.jsonl");
   ASSERT_EQ(recs.size(), 11u);
   for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(recs[i].step, static_cast<int64_t>(i + 1));
   EXPECT_EQ(read_json(tmp.path() / "k" / "summary.json")["status"], "lost_rank");
@@ -258,7 +258,7 @@ TEST(Launch, RanksStartedByAnExternalLauncherFromTheStandardEnvironment) {
     for (auto& k : kids) EXPECT_EQ(lockstep::util::wait_for(k, 300).code, 0);
     auto s = read_json(out / "summary.json");
     EXPECT_EQ(s["environment"]["world_size"], "2");
-    EXPECT_EQ(lockstep::reports::read_metrics(out / "metrics.rank1.jsonl").size(), 20u);
+    EXPECT_EQ(lockstep::runs::read_metrics(out / "metrics.rank1.jsonl").size(), 20u);
     EXPECT_EQ(losses(out / "metrics.jsonl"),
               losses(out / "metrics.rank1.jsonl"));  // the global loss, on every rank
   }

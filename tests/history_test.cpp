@@ -11,12 +11,13 @@
 
 #include "fixtures/compare_fixture.h"
 #include "fixtures/history_fixture.h"
+#include "harness/history/changepoint.h"
+#include "harness/history/report.h"
+#include "harness/history/schema.h"
+#include "harness/history/sqlite.h"
+#include "harness/history/store.h"
 #include "harness/util/files.h"
-#include "reports/history/changepoint.h"
-#include "reports/history/report.h"
-#include "reports/history/schema.h"
-#include "reports/history/sqlite.h"
-#include "reports/history/store.h"
+#include "reports/history/reporters.h"
 
 namespace lockstep {
 namespace {
@@ -524,7 +525,7 @@ TEST(HistoryReport, GroupsByConfigAndMachineAndRendersEveryFormat) {
   EXPECT_EQ(speed, 3);        // tokens/s, MFU and P99, all at point 20
   EXPECT_EQ(r.exit_code, 1);  // the loss drift at 25 is in the window
 
-  auto files = history::write_report(r, tmp / "out");
+  auto files = reports::write_history_reports(r, tmp / "out");
   ASSERT_EQ(files.size(), 3u);
   auto j = nlohmann::json::parse(util::read_file(tmp / "out" / "report.json"));
   EXPECT_EQ(j["exit_code"], 1);

@@ -11,8 +11,9 @@
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
 #include "harness/exit_codes.h"
+#include "harness/history/store.h"
 #include "harness/util/files.h"
-#include "reports/history/store.h"
+#include "reports/bisect_console.h"
 #include "reports/reporter.h"
 
 namespace lockstep::cli {
@@ -117,16 +118,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       }
       o->baseline = o->configs.size() == 2 ? o->configs[0] : "";
       o->variant = o->configs.back();
-      if (o->golden.empty()) {
-        if (o->baseline.empty()) {
-          std::cerr << "lockstep compare: BASELINE VARIANT, or --golden FILE VARIANT\n";
-          return kExitUsage;
-        }
-        req.baseline = {"baseline", o->baseline, o->bsets};
-      } else if (!o->baseline.empty()) {
-        std::cerr << "lockstep compare: with --golden give only the VARIANT config\n";
-        return kExitUsage;
-      }
+      if (o->golden.empty()) req.baseline = {"baseline", o->baseline, o->bsets};
       req.variant = {"variant", o->variant, o->vsets};
       req.golden_file = o->golden;
       req.steps = o->steps;
@@ -179,8 +171,11 @@ void add_bisect_command(CLI::App& app, Action& action) {
                               .string()
                         : o->out;
       req.log = progress_line;
+      req.on_trial = [](const compare::CompareResult& r, const std::string& dir) {
+        reports::write_reports(r, dir);
+      };
       auto result = compare::run_bisect(req);
-      std::cout << compare::render_bisect(result);
+      std::cout << reports::BisectConsoleReporter().render(result);
       return result.exit_code;
     };
   });

@@ -11,6 +11,7 @@
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
 #include "harness/exit_codes.h"
+#include "reports/diagnose/reporters.h"
 
 namespace lockstep::cli {
 namespace fs = std::filesystem;
@@ -40,15 +41,15 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         std::vector<fs::path> files;
         try {
           r = diagnose::diagnose_run(o->run);
-          files =
-              diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
+          files = reports::write_diagnosis_reports(
+              r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
         } catch (const std::runtime_error& e) {
           throw UsageError(e.what());
         }
         if (o->json) {
-          std::cout << diagnose::to_json(r).dump(2) << "\n";
+          std::cout << reports::DiagnosisJsonReporter().render(r);
         } else {
-          std::cout << diagnose::render_text(r);
+          std::cout << reports::DiagnosisConsoleReporter().render(r);
           for (const auto& f : files) std::cout << "  " << f.string() << "\n";
         }
         return kExitPass;
@@ -94,9 +95,9 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
           throw UsageError(e.what());
         }
         if (o->json)
-          std::cout << diagnose::to_json(plan).dump(2) << "\n";
+          std::cout << reports::StagesJsonReporter().render(plan);
         else
-          std::cout << diagnose::render_text(plan, costs);
+          std::cout << reports::StagesConsoleReporter().render(plan);
         return kExitPass;
       };
     });

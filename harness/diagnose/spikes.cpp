@@ -5,8 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "harness/runs/run_folder.h"
 #include "harness/stats/statistics.h"
-#include "reports/run_json.h"
 
 namespace lockstep::diagnose {
 namespace fs = std::filesystem;
@@ -25,17 +25,12 @@ const StepRecord* RunRecords::at(int64_t rank, int64_t step) const {
 }
 
 RunRecords read_run(const fs::path& dir) {
-  const fs::path main = dir / "metrics.jsonl";
-  if (!fs::exists(main))
-    throw std::runtime_error(main.string() + ": no such file (is " + dir.string() +
+  const runs::RunFolder folder(dir);
+  if (!fs::exists(folder.metrics()))
+    throw std::runtime_error(folder.metrics().string() + ": no such file (is " + dir.string() +
                              " a run folder?)");
   RunRecords run;
-  run.ranks.push_back(reports::read_metrics(main));
-  for (int r = 1;; ++r) {
-    fs::path p = dir / ("metrics.rank" + std::to_string(r) + ".jsonl");
-    if (!fs::exists(p)) break;
-    run.ranks.push_back(reports::read_metrics(p));
-  }
+  run.ranks = folder.read_rank_metrics();
   for (auto& v : run.ranks)
     std::stable_sort(v.begin(), v.end(),
                      [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
