@@ -346,13 +346,14 @@ TEST(Compare, NonFiniteVariantExits3WithAReportNamingArmAndStep) {
 
 TEST(Bisect, NamesTheKnobThatRegressesP99) {
   TempDir tmp;
-  // The stall (2000 ms in a ~20 ms step, once in each repeat's 30 timed steps: ~+9000% P99) fails
-  // even the wide timing bounds of the tests' policy, also when a baseline repeat catches a host
-  // hiccup of a few hundred ms (a 200 ms stall did not: a baseline repeat with one 60 ms hiccup,
-  // drawn twice into a bootstrap resample, pulled the P99 CI's lower bound under 300%).
-  // attention.impl alone must not be named, whatever this machine's timing noise (a 0% bound
-  // would be a coin toss at the significance level). The baseline only sets the stall's length
-  // (stall_every stays 0), so the variant changes two knobs: attention.impl, faults.stall_every.
+  // The stall (4000 ms in a ~20 ms step, once in each repeat's 30 timed steps) fails even the wide
+  // timing bounds of the tests' policy with the P99 CI's lower bound, also when a baseline repeat
+  // catches a host hiccup (a 200 ms stall did not: one 45 ms slow step in one baseline repeat,
+  // drawn twice into a bootstrap resample, pulled the lower bound under 300%) and when a loaded
+  // host stretches every step (tests/configs/fused_and_stall.toml). attention.impl alone must not
+  // be named, whatever this machine's timing noise (a 0% bound would be a coin toss at the
+  // significance level). The baseline only sets the stall's length (stall_every stays 0), so the
+  // variant changes two knobs: attention.impl and faults.stall_every.
   auto r =
       run_lockstep({"bisect", "tests/configs/long_stall_baseline.toml",
                     "tests/configs/fused_and_stall.toml", "--steps", "40", "--repeats", "5",
