@@ -50,16 +50,21 @@ json diagnose_json(const fs::path& run, const fs::path& logs) {
   return json::parse(r.output.substr(a, b - a + 1));
 }
 
-// The event within `tol` steps of `step` whose top cause is `cause`; fails listing every event.
+// The event holding the detection nearest `step` (within `tol` steps) must have `cause` on top;
+// fails listing every event. Chosen by its detections, not its first step: on a loaded host a slow
+// step just before the fault is a detection of its own, and when it is within the merge gap the
+// event starts there (a non-finite loss at 120 then reads as an event at 118).
 void expect_top_cause(const json& d, int step, const std::string& cause, int tol = 2) {
   ASSERT_TRUE(d.contains("spikes")) << d.dump(2);
   const json* hit = nullptr;
+  int nearest = tol + 1;
   for (const auto& s : d["spikes"])
-    if (std::abs(s["step"].get<int>() - step) <= tol) {
-      hit = &s;
-      break;
-    }
-  ASSERT_NE(hit, nullptr) << "no event within " << tol << " steps of " << step << ":\n"
+    for (const auto& det : s["detections"])
+      if (const int off = std::abs(det["step"].get<int>() - step); off < nearest) {
+        nearest = off;
+        hit = &s;
+      }
+  ASSERT_NE(hit, nullptr) << "no detection within " << tol << " steps of " << step << ":\n"
                           << d.dump(2);
   const auto& causes = (*hit)["causes"];
   ASSERT_EQ(causes.size(), 6u);

@@ -249,6 +249,31 @@ void Sharding::step(double lr, int64_t t) {
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
 }
 
+std::vector<torch::Tensor> Sharding::split_full(bool grads) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (auto& u : units_) {
+    // Stages 0-2 hold the full parameters after a step, stages 0-1 the full reduced gradient;
+    // otherwise the owned shards are gathered.
+    const bool whole = grads ? stage_ <= 1 : stage_ <= 2;
+    torch::Tensor full = whole ? (grads ? u->grad : u->full).clone()
+                               : torch::empty({u->padded}, u->master.options());
+    if (!whole) comm_.allgather(grads ? u->grad_shard : u->master, full, "all_gather(check)");
+    for (size_t k = 0; k < u->params.size(); ++k)
+      out.push_back(
+          full.narrow(0, u->offsets[k], u->params[k].numel()).view(u->params[k].sizes()).clone());
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> Sharding::full_params() {
+  return split_full(false);
+}
+
+std::vector<torch::Tensor> Sharding::full_grads() {
+  return split_full(true);
+}
+
 ShardMemory Sharding::accounting() const {
   ShardMemory a;
   for (const auto& u : units_) {

@@ -62,6 +62,13 @@ class Sharding final : public workloads::UnitHooks {
   // parameters.
   void step(double lr, int64_t t);
 
+  // Every model parameter's full value / full reduced gradient (unit_parameters() order), copies
+  // assembled from the shards: an all-gather where they are sharded (parameters at stage 3,
+  // gradients at stages 2-3), so every rank calls it. For numerics checks
+  // (tests/numerics_test.cpp); the step never calls it.
+  std::vector<torch::Tensor> full_params();
+  std::vector<torch::Tensor> full_grads();
+
   ShardMemory accounting() const;
   int stage() const { return stage_; }
   int64_t padded_numel() const;
@@ -84,6 +91,7 @@ class Sharding final : public workloads::UnitHooks {
   void reduce_unit(Unit& u, bool accumulate);
   void pre_backward(int unit);
   torch::Tensor& owned_grad(Unit& u);
+  std::vector<torch::Tensor> split_full(bool grads);
 
   workloads::GPT& model_;
   dist::Comm& comm_;
