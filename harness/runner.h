@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/config/config.h"
+
 namespace lockstep {
 
 struct RunRequest {
@@ -25,7 +27,7 @@ struct RunRequest {
 // Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).
 int run_training(const RunRequest& req);
 
-// The effective config of a request, as `run` would use it (overrides applied).
-std::vector<std::string> request_overrides(const RunRequest& req);
+// The flags of a request that stand for config keys (--steps, --nproc), named as typed.
+std::vector<config::FlagOverride> request_flags(const RunRequest& req);
 
 }  // namespace lockstep

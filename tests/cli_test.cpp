@@ -1,5 +1,6 @@
 // End-to-end tests of `lockstep run` and `lockstep compare` with the real binary: real LibTorch
 // training, real processes, real files. Timing-sensitive tests are marked RUN_SERIAL in CMake.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -34,6 +35,17 @@ TEST(CliCases, EveryCaseHoldsItsExitCodeAndOutput) {
     EXPECT_NE(r.output.find(want), std::string::npos)
         << name << ": expected to find\n  " << want << "\nin\n"
         << r.output;
+    // Optional: a text that must not appear, and the number of lines the output may have.
+    if (auto absent = c["absent"].value<std::string>()) {
+      EXPECT_EQ(r.output.find(*absent), std::string::npos)
+          << name << ": did not expect\n  " << *absent << "\nin\n"
+          << r.output;
+    }
+    if (auto lines = c["lines"].value<int64_t>()) {
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), *lines)
+          << name << ": expected " << *lines << " line(s) in\n"
+          << r.output;
+    }
     ++n;
   }
   EXPECT_GE(n, 10);

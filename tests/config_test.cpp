@@ -435,17 +435,53 @@ TEST(ConfigErrors, OverrideTriggersCrossKeyRule) {
 
 // --- files and extends --------------------------------------------------------------------------
 
+// A file that cannot be read is named alone: no "0:0" location and no key, since neither exists;
+// a missing one gets a suggestion from the names in its folder.
 TEST(ConfigErrors, MissingFile) {
   TempDir dir;
   const fs::path p = dir.path() / "nope.toml";
-  ExpectError(LoadError(p), p.string(), 0, 0, "<file>", "cannot read: no such file");
+  auto e = LoadError(p);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), p.string() + ": no such file");
+  EXPECT_EQ(e->key(), "");
+  std::ofstream(dir.path() / "baseline.toml") << "[run]\nsteps = 3\n";
+  e = LoadError(dir.path() / "baselin.toml");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), (dir.path() / "baselin.toml").string() +
+                                        ": no such file (did you mean \"" +
+                                        (dir.path() / "baseline.toml").string() + "\"?)");
+  // A relative name keeps the folder as the user wrote it.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  e = LoadError("baselne.toml");
+  fs::current_path(cwd);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), "baselne.toml: no such file (did you mean \"baseline.toml\"?)");
 }
 
 TEST(ConfigErrors, DirectoryIsNotAFile) {
   TempDir dir;
   fs::create_directories(dir.path() / "sub.toml");
-  ExpectError(LoadError(dir.path() / "sub.toml"), (dir.path() / "sub.toml").string(), 0, 0,
-              "<file>", "cannot read");
+  auto e = LoadError(dir.path() / "sub.toml");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()),
+            (dir.path() / "sub.toml").string() + ": a folder, not a config file");
+}
+
+// A flag that stands for a key is named as typed, not as an override the user never wrote.
+TEST(ConfigErrors, AFlagOverrideIsNamedAsTheFlag) {
+  TempDir dir;
+  std::ofstream(dir.path() / "c.toml") << "[run]\nseed = 1\n";
+  try {
+    Config::load(dir.path() / "c.toml", {}, {{"--steps 0", "run.steps=0"}});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--steps 0: run.steps: out of range: 0 (must be >= 1)");
+  }
+  const Config c = Config::load(dir.path() / "c.toml", {"run.steps=7"}, {{"--steps 30", "run.steps=30"}});
+  EXPECT_EQ(c.integer("run.steps"), 30);  // the flag wins over --set, as it always did
+  EXPECT_NE(c.to_toml(true).find("steps = 30  # from --steps 30"), std::string::npos)
+      << c.to_toml(true);
 }
 
 TEST(ConfigErrors, MissingExtendsTarget) {
