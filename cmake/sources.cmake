@@ -20,6 +20,7 @@ set(LOCKSTEP_CORE_SOURCES
   workloads/data_config.cpp
   workloads/data.cpp
   harness/util/files.cpp
+  harness/util/output_dir.cpp
   harness/util/process.cpp
   harness/util/malloc_tuning.cpp
   harness/util/cpu_capability.cpp

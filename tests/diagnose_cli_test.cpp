@@ -3,6 +3,7 @@
 // `lockstep diagnose RUN --json`; the injected cause must rank first at (or within two steps of)
 // the injected step. Each test is its own ctest (tests/CMakeLists.txt); only the stalled-rank one
 // is timing-sensitive (RUN_SERIAL).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -175,6 +176,13 @@ TEST(TraceCheckCli, TwoRankRunTraceIsValid) {
   auto dup = run_lockstep({"trace-check", t0.string(), t0.string()}, tmp.path(), 120);
   EXPECT_EQ(dup.exit_code, 1) << dup.output;
   EXPECT_NE(dup.output.find("is also the pid of"), std::string::npos) << dup.output;
+  // An --out that cannot be created: one line naming it, before the folder is even read.
+  auto o = run_lockstep({"diagnose", (tmp.path() / "corrupt").string(), "--out", "/proc/nope/x"},
+                        tmp.path(), 60);
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_NE(o.output.find("--out /proc/nope/x: cannot create this folder"), std::string::npos)
+      << o.output;
+  EXPECT_EQ(std::count(o.output.begin(), o.output.end(), '\n'), 1) << o.output;
   // A complete event without dur -> invalid.
   auto doc = read_json(t1);
   auto& ev = doc.is_array() ? doc : doc["traceEvents"];

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
@@ -133,6 +134,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       req.check_step = o->check_step;
       req.repeats = o->repeats;
       req.policy_file = o->policy;
+      check_out_dir(o->out);
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
       req.log = progress_line;
@@ -167,6 +169,7 @@ void add_bisect_command(CLI::App& app, Action& action) {
                 "a TOML file whose [gate] section every trial applies (default: the baseline's)");
   b->callback([&action, o] {
     action = [o] {
+      check_out_dir(o->out);
       compare::BisectRequest req;
       req.baseline = o->baseline;
       req.variant = o->variant;
