@@ -86,7 +86,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       "compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
   cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")
       ->required()
-      ->expected(1, 2);
+      ->expected(1, -1);  // counted in the action, which says what it got (not CLI11's "At Most 2")
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
   cmp->add_option("--steps", o->steps, "override run.steps of both arms")
       ->check(positive_integer());
@@ -113,6 +113,14 @@ void add_compare_command(CLI::App& app, Action& action) {
     action = [o] {
       compare::CompareRequest req;
       if (o->golden.empty() != (o->configs.size() == 2)) {
+      if (o->configs.size() > 2) {
+        std::string got;
+        for (const auto& c : o->configs) got += " " + c;
+        std::cerr << "lockstep compare: takes two configs, BASELINE VARIANT (or --golden FILE "
+                     "VARIANT); got "
+                  << o->configs.size() << ":" << got << "\n";
+        return kExitUsage;
+      }
         std::cerr << "lockstep compare: give BASELINE VARIANT, or --golden FILE VARIANT\n";
         return kExitUsage;
       }
