@@ -41,6 +41,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/analysis.cpp
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
+  harness/compare/swap_hint.cpp
   harness/gate/gate.cpp
   reports/history/sqlite.cpp
   reports/history/schema.cpp

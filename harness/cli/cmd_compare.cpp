@@ -11,6 +11,7 @@
 #include "harness/cli/validators.h"
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
+#include "harness/compare/swap_hint.h"
 #include "harness/exit_codes.h"
 #include "harness/util/files.h"
 #include "reports/history/store.h"
@@ -112,7 +113,6 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmp->callback([&action, o] {
     action = [o] {
       compare::CompareRequest req;
-      if (o->golden.empty() != (o->configs.size() == 2)) {
       if (o->configs.size() > 2) {
         std::string got;
         for (const auto& c : o->configs) got += " " + c;
@@ -121,6 +121,7 @@ void add_compare_command(CLI::App& app, Action& action) {
                   << o->configs.size() << ":" << got << "\n";
         return kExitUsage;
       }
+      if (o->golden.empty() != (o->configs.size() == 2)) {
         std::cerr << "lockstep compare: give BASELINE VARIANT, or --golden FILE VARIANT\n";
         return kExitUsage;
       }
@@ -153,7 +154,10 @@ void add_compare_command(CLI::App& app, Action& action) {
         }
         use_history_reference(req, o->history);
       }
-      return report_and_exit(compare::run_comparison(req), req.out_dir, o->history, !o->no_history);
+      auto result = compare::run_comparison(req);
+      if (auto hint = compare::swapped_arms_hint(result); !hint.empty())
+        result.warnings.push_back(hint);
+      return report_and_exit(result, req.out_dir, o->history, !o->no_history);
     };
   });
 }
