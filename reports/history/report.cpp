@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "harness/util/files.h"
+#include "harness/util/format.h"
 #include "reports/reporter.h"
 
 namespace lockstep::history {
@@ -219,18 +220,29 @@ std::string describe(const Flag& f) {
   return s;
 }
 
+std::string too_few_runs(const Series& s, const ReportOptions& o) {
+  const size_t n = s.points.size(), speed = 2 * o.changepoint.min_segment;
+  if (n >= speed) return "";
+  return "too few runs: " + util::count_of(static_cast<long long>(n), "run") +
+         " recorded; a speed change needs " + std::to_string(o.changepoint.min_segment) +
+         " on each side (" + std::to_string(speed) + " runs), a loss drift 2";
+}
+
 std::string render_console(const Report& r) {
   std::string o;
   size_t runs = 0;
   for (const auto& s : r.series) runs += s.points.size();
   o += "Lockstep history report: " + std::to_string(r.series.size()) + " series, " +
-       std::to_string(runs) + " runs";
+       util::count_of(static_cast<long long>(runs), "run");
   if (!r.history_path.empty()) o += " (" + r.history_path + ")";
   o += "\n";
   for (const auto& s : r.series) {
     o += "  " + s.config_name + " [" + s.config_hash + "] on " + s.host + " (" + s.device + "), " +
-         std::to_string(s.points.size()) + " runs: ";
-    o += s.flags.empty() ? "no change flagged\n" : std::to_string(s.flags.size()) + " flagged\n";
+         util::count_of(static_cast<long long>(s.points.size()), "run") + ": ";
+    const std::string few = too_few_runs(s, r.options);
+    o += !s.flags.empty() ? std::to_string(s.flags.size()) + " flagged\n"
+         : few.empty()    ? "no change flagged\n"
+                          : few + "\n";
     for (const auto& f : s.flags)
       o += std::string("    ") + (f.in_window && f.regression ? "! " : "  ") + describe(f) +
            (f.in_window ? " [in window]" : "") + "\n";

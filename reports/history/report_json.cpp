@@ -63,6 +63,7 @@ std::string render_json(const Report& r) {
                       {"host", s.host},
                       {"device", s.device},
                       {"runs", s.points.size()},
+                      {"too_few_runs", too_few_runs(s, r.options)},  // "" when judged
                       {"window_commits", s.window_commits},
                       {"changes", changes},
                       {"loss_drift", drift},

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "harness/util/format.h"
 #include "reports/history/report.h"
 #include "reports/markdown_reporter.h"
 
@@ -47,7 +48,8 @@ std::string render_markdown(const Report& r) {
     o << "no regression in the last " << r.options.window << " commits\n\n";
   size_t runs = 0;
   for (const auto& s : r.series) runs += s.points.size();
-  o << r.series.size() << " series (config × machine), " << runs << " runs · generated "
+  o << r.series.size() << " series (config × machine), "
+    << util::count_of(static_cast<long long>(runs), "run") << " · generated "
     << r.generated_at;
   if (!r.history_path.empty()) o << " · " << code(r.history_path);
   o << "\n\n";
@@ -58,7 +60,7 @@ std::string render_markdown(const Report& r) {
   for (const auto& s : r.series) {
     o << "### " << code(s.config_name) << " on " << markdown_escape(s.host) << " ("
       << markdown_escape(s.device) << ")\n\nconfig hash " << code(s.config_hash) << " · "
-      << s.points.size() << " runs, commits " << commit_cell(s.points.front().git_commit) << " … "
+      << util::count_of(static_cast<long long>(s.points.size()), "run") << ", commits " << commit_cell(s.points.front().git_commit) << " … "
       << commit_cell(s.points.back().git_commit) << " ("
       << markdown_escape(short_time(s.points.front().recorded_at)) << " … "
       << markdown_escape(short_time(s.points.back().recorded_at)) << " UTC)\n\n";
@@ -103,7 +105,8 @@ std::string render_markdown(const Report& r) {
              f.in_window ? "**yes**" : "no"});
       }
     }
-    if (!speed && !drift) o << "\nNo change flagged.\n";
+    const std::string few = too_few_runs(s, r.options);
+    if (!speed && !drift) o << "\n" << (few.empty() ? "No change flagged." : few) << "\n";
     o << "\n";
   }
   o << "<sub>Change points: binary segmentation with a median (L1) cost and a permutation test (α "
