@@ -406,3 +406,57 @@ TEST(Mitigation, SkipOutliersResumesWithItsWindow) {
   EXPECT_TRUE(b[34].skipped_outlier);
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].loss, b[i].loss) << "step " << i + 1;
 }
+
+// ---- the README documents every flag ------------------------------------------------------------
+
+// Every option a command's --help lists appears in the README: in the command table row(s) of a
+// top-level command, in the History section's usage lines for a history command. (`run --quiet`,
+// which docs/ci.md uses, was missing from the table.)
+TEST(Docs, ReadmeListsEveryFlagOfEveryCommand) {
+  TempDir tmp;
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), {});
+  // The README lines that document `command`.
+  auto lines_of = [&](const std::string& command) {
+    const bool history = command.rfind("history ", 0) == 0;
+    const std::string head = history ? "    lockstep " + command
+                                     : "| `" + command.substr(0, command.find(' '));
+    std::string out, line;
+    std::istringstream ss(readme);
+    bool in_usage = false;
+    while (std::getline(ss, line)) {
+      const bool continued = in_usage && line.rfind("                            ", 0) == 0;
+      in_usage = line.rfind(head, 0) == 0 && (!history || line.size() == head.size() ||
+                                              line[head.size()] == ' ');
+      if (in_usage || continued) out += line + "\n", in_usage = true;
+    }
+    return out;
+  };
+  const std::vector<std::string> commands{
+      "run",          "compare",        "bisect",          "scale",          "diagnose",
+      "stages",       "trace-check",    "calibrate",       "config show",    "config diff",
+      "history list", "history show",   "history export",  "history prune",  "history report"};
+  int flags = 0;
+  for (const auto& command : commands) {
+    std::vector<std::string> args;
+    std::istringstream words(command);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    const auto help = run_lockstep(args, tmp.path(), 60);
+    ASSERT_EQ(help.exit_code, 0) << command << "\n" << help.output;
+    const std::string documented = lines_of(command);
+    ASSERT_FALSE(documented.empty()) << "no README line documents `" << command << "`";
+    std::istringstream hl(help.output.substr(help.output.find("Options:")));
+    for (std::string line; std::getline(hl, line);) {
+      const auto at = line.find("--");
+      if (line.rfind("  ", 0) != 0 || at == std::string::npos || at > 5) continue;
+      const std::string flag = line.substr(at, line.find_first_of(" ,", at) - at);
+      if (flag == "--help") continue;
+      ++flags;
+      EXPECT_NE(documented.find(flag), std::string::npos)
+          << "README does not document `" << command << " " << flag << "`; it has:\n"
+          << documented;
+    }
+  }
+  EXPECT_GE(flags, 40);
+}

@@ -918,3 +918,53 @@ TEST(ConfigDocs, ReadmeReferenceMatchesTheSchemas) {
             lockstep::config::keys_markdown())
       << "regenerate with: build/lockstep config keys";
 }
+
+// The README states each gate key's default twice: in the "Gate policy" table and in the generated
+// reference. Both must say the same (min_speedup_pct was "unset" in one and "(derived)" in the
+// other); numbers compare as numbers ("5e-4" and "5e-04" agree).
+TEST(ConfigDocs, ReadmeGatePolicyDefaultsMatchTheReference) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  // "| `key` | ... |" rows -> cell `column` (0 = the key) of each, by key.
+  auto rows = [](const std::string& text, size_t column) {
+    std::map<std::string, std::string> out;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("| `", 0) != 0) continue;
+      std::vector<std::string> cells;
+      for (size_t p = 1, q; (q = line.find(" |", p)) != std::string::npos; p = q + 2)
+        cells.push_back(line.substr(p + 1, q - p - 1));
+      if (cells.size() > column) out[cells[0]] = cells[column];
+    }
+    return out;
+  };
+  auto same = [](std::string a, std::string b) {
+    auto value = [](const std::string& s) {  // the backticked value, as a number when it is one
+      const auto a = s.find('`'), b = s.find('`', a + 1);
+      return a == std::string::npos ? s : s.substr(a + 1, b - a - 1);
+    };
+    a = value(a), b = value(b);
+    char* end = nullptr;
+    const double x = std::strtod(a.c_str(), &end);
+    if (!a.empty() && *end == '\0') return std::strtod(b.c_str(), nullptr) == x;
+    return a == b;
+  };
+  const auto policy_at = readme.find("### Gate policy");
+  ASSERT_NE(policy_at, std::string::npos);
+  const auto policy =
+      rows(readme.substr(policy_at, readme.find("\n\n", readme.find("| key", policy_at)) - policy_at), 1);
+  const std::string keys = lockstep::config::keys_markdown();
+  const auto gate_at = keys.find("#### `[gate]`");
+  ASSERT_NE(gate_at, std::string::npos);
+  const auto reference = rows(keys.substr(gate_at), 2);
+  ASSERT_GE(policy.size(), 8u);
+  for (const auto& [key, def] : policy) {
+    ASSERT_TRUE(reference.count(key)) << key;
+    EXPECT_TRUE(same(def, reference.at(key)))
+        << key << ": the Gate policy table says " << def << ", the reference "
+        << reference.at(key);
+  }
+}

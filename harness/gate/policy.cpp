@@ -35,11 +35,13 @@ const config::SectionSchema& gate_schema() {
           KeySpec::Float("min_speedup_pct", std::nullopt,
                          "tokens/s must improve significantly by at least this")
               .range(-100, 1e6)
-              .kind(Knob::None),
+              .kind(Knob::None)
+              .unset_by_default(),
           KeySpec::Float("min_memory_saving_pct", std::nullopt,
                          "peak memory per rank must fall by at least this")
               .range(-1e6, 100)
-              .kind(Knob::None),
+              .kind(Knob::None)
+              .unset_by_default(),
       },
       nullptr,
   };
