@@ -10,7 +10,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
