@@ -30,8 +30,9 @@ std::string detection_text(const Detection& d, int64_t world) {
   const std::string rank = world > 1 ? " on rank " + std::to_string(d.rank) : "";
   if (d.kind == "nonfinite") return "step " + std::to_string(d.step) + ": the loss is non-finite";
   if (d.kind == "loss")
-    return "step " + std::to_string(d.step) + ": loss " + fmt("%.4f", d.value) + " vs median " +
-           fmt("%.4f", d.median) + " (robust z " + fmt("%.1f", d.z) + ")";
+    return "step " + std::to_string(d.step) + ": loss " + fmt("%.4f", d.value) + " vs trend " +
+           fmt("%.4f", d.median) + " (" + fmt("%+.0f%%", 100 * (d.value / d.median - 1)) +
+           ", robust z " + fmt("%.1f", d.z) + ")";
   if (d.kind == "grad_norm")
     return "step " + std::to_string(d.step) + ": grad norm " + fmt("%.3g", d.value) +
            " vs median " + fmt("%.3g", d.median) + " (" + fmt("%.0fx", d.value / d.median) + ")";
@@ -63,9 +64,20 @@ std::string header_line(const DiagnoseReport& r) {
   return s;
 }
 
-std::string no_event_text(const SpikeThresholds& t) {
-  return "no events: no non-finite loss, no loss above robust z " + fmt("%g", t.loss_z) +
-         " of its " + std::to_string(t.loss_window) + "-step rolling median, no grad norm " +
+// "3 events", or for a run too short to judge a loss: "too short to judge" (not "0 events").
+std::string events_text(const DiagnoseReport& r) {
+  const size_t n = r.diagnoses.size();
+  if (n == 0 && loss_coverage(r.run, r.thresholds).none()) return "too short to judge";
+  return std::to_string(n) + (n == 1 ? " event" : " events");
+}
+
+std::string no_event_text(const DiagnoseReport& r) {
+  const auto& t = r.thresholds;
+  if (std::string s = too_short_text(r.run, t); !s.empty()) return s;
+  return "no events: no non-finite loss, no loss jump (robust z " + fmt("%g", t.loss_z) + ", +" +
+         fmt("%g", 100 * t.loss_min_rise) + "%) or lasting rise (+" +
+         fmt("%g", 100 * t.loss_sustained_rise) + "% for two steps) above its local trend from step " +
+         std::to_string(loss_coverage(r.run, t).first_judged) + " on, no grad norm " +
          fmt("%g", t.grad_ratio) + "x its median and no step " + fmt("%g", t.time_ratio) +
          "x slower than usual";
 }
@@ -202,8 +214,14 @@ json to_json(const DiagnoseReport& r) {
               {"status", r.status},
               {"steps", m.empty() ? 0 : m.back().step},
               {"ranks", r.run.world()},
+              {"loss_judged_from", loss_coverage(r.run, t).first_judged},  // 0: none
+              {"too_short", too_short_text(r.run, t)},                   // "": judged
               {"thresholds",
                {{"loss_window", t.loss_window},
+                {"loss_min_history", t.loss_min_history},
+                {"loss_noise_window", t.loss_noise_window},
+                {"loss_sustained_z", t.loss_sustained_z},
+                {"loss_sustained_rise", t.loss_sustained_rise},
                 {"loss_z", t.loss_z},
                 {"loss_min_rise", t.loss_min_rise},
                 {"time_window", t.time_window},
@@ -217,9 +235,8 @@ json to_json(const DiagnoseReport& r) {
 
 std::string render_text(const DiagnoseReport& r) {
   std::ostringstream o;
-  o << "lockstep diagnose: " << header_line(r) << ": " << r.diagnoses.size()
-    << (r.diagnoses.size() == 1 ? " event" : " events") << "\n";
-  if (r.diagnoses.empty()) o << "  " << no_event_text(r.thresholds) << "\n";
+  o << "lockstep diagnose: " << header_line(r) << ": " << events_text(r) << "\n";
+  if (r.diagnoses.empty()) o << "  " << no_event_text(r) << "\n";
   for (const auto& d : r.diagnoses) {
     o << "\nstep " << d.event.step;
     if (d.event.last_step != d.event.step) o << "-" << d.event.last_step;
@@ -239,9 +256,8 @@ std::string render_text(const DiagnoseReport& r) {
 std::string render_markdown(const DiagnoseReport& r) {
   std::ostringstream o;
   o << "# Loss-spike diagnosis\n\n"
-    << header_line(r) << ": **" << r.diagnoses.size()
-    << (r.diagnoses.size() == 1 ? " event" : " events") << "**\n";
-  if (r.diagnoses.empty()) o << "\n" << no_event_text(r.thresholds) << "\n";
+    << header_line(r) << ": **" << events_text(r) << "**\n";
+  if (r.diagnoses.empty()) o << "\n" << no_event_text(r) << "\n";
   auto cell = [](std::string s) {
     for (size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
     return s;
@@ -266,12 +282,11 @@ std::string render_html(const DiagnoseReport& r) {
   o << reports::html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name),
                                 kCss)
     << "<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
-    << (events
-            ? std::to_string(r.diagnoses.size()) + (r.diagnoses.size() == 1 ? " event" : " events")
-            : std::string("No events"))
+    << (events || loss_coverage(r.run, r.thresholds).none() ? events_text(r)
+                                                             : std::string("No events"))
     << "</h1><p>" << html_escape(header_line(r)) << "</p></header>\n<main>\n";
   o << "<section><h2>Loss and step time</h2>\n";
-  if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r.thresholds)) << ".</p>\n";
+  if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r)) << ".</p>\n";
   o << "<div class=\"plots\">" << figure("Loss vs step (events marked)", loss_plot(r))
     << figure("Step time per rank (timed steps, log scale)", time_plot(r)) << "</div></section>\n";
   for (const auto& d : r.diagnoses) {
