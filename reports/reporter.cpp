@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "harness/util/files.h"
+#include "harness/util/format.h"
 #include "reports/console_reporter.h"
 #include "reports/html_reporter.h"
 #include "reports/json_reporter.h"
@@ -97,7 +98,7 @@ std::vector<std::string> lines(const std::string& s) {
 
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
-  if (r.timed) return std::to_string(r.repeats) + " repeats per arm";
+  if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
   if (r.mode == "golden") return "not timed (golden mode)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";

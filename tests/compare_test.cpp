@@ -10,6 +10,7 @@
 #include "harness/exit_codes.h"
 #include "harness/gate/gate.h"
 #include "harness/gate/policy.h"
+#include "reports/reporter.h"
 
 using namespace lockstep;
 using namespace lockstep::compare;
@@ -370,4 +371,21 @@ TEST(SwappedArms, AVariantNamedLikeABaselineThatIsMuchSlowerGetsTheHint) {
   neither.variant.config_path = "configs/variants/zero3.toml";
   neither.variant.name = "zero3";
   EXPECT_EQ(swapped_arms_hint(neither), "");
+}
+
+// "1 repeats per arm" read as a typo in every report: counts of one are singular.
+TEST(Gate, OneRepeatIsSaidInTheSingular) {
+  auto r = healthy_result();
+  r.too_few_repeats = true;
+  r.repeats = 1;
+  r.policy.repeats = 1;
+  gate::apply(r);
+  EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 1 repeat per arm"),
+            std::string::npos)
+      << find(r, "throughput")->detail;
+  EXPECT_NE(r.policy.describe().find(", 1 repeat per arm,"), std::string::npos)
+      << r.policy.describe();
+  EXPECT_EQ(reports::text::timing_summary(r), "1 repeat per arm");
+  r.repeats = 5;
+  EXPECT_EQ(reports::text::timing_summary(r), "5 repeats per arm");
 }

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "harness/util/format.h"
+
 namespace lockstep::gate {
 
 using config::KeySpec;
@@ -85,7 +87,8 @@ std::string Policy::describe() const {
   if (min_memory_saving_pct)
     o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
   o << "every reported value finite\n"
-    << "significance: alpha " << alpha << ", " << repeats << " repeats per arm, 95% bootstrap CIs ("
+    << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
+    << " per arm, 95% bootstrap CIs ("
     << bootstrap << " resamples)";
   return o.str();
 }
