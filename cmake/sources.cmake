@@ -22,6 +22,7 @@ set(LOCKSTEP_CORE_SOURCES
   workloads/data_config.cpp
   workloads/data.cpp
   harness/util/files.cpp
+  harness/util/output_dir.cpp
   harness/util/process.cpp
   harness/util/malloc_tuning.cpp
   harness/util/cpu_capability.cpp
@@ -54,6 +55,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
   harness/compare/result_json.cpp
+  harness/compare/swap_hint.cpp
   harness/history/sqlite.cpp
   harness/history/schema.cpp
   harness/history/store.cpp

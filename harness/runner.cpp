@@ -88,11 +88,14 @@ class Observers final : public train::StepObserver {
 
 }  // namespace
 
-std::vector<std::string> request_overrides(const RunRequest& req) {
-  std::vector<std::string> sets = req.sets;
-  if (req.steps) sets.push_back("run.steps=" + std::to_string(req.steps));
-  if (req.nproc) sets.push_back("parallel.world_size=" + std::to_string(req.nproc));
-  return sets;
+std::vector<config::FlagOverride> request_flags(const RunRequest& req) {
+  std::vector<config::FlagOverride> flags;
+  if (req.steps)
+    flags.push_back({"--steps " + std::to_string(req.steps), "run.steps=" + std::to_string(req.steps)});
+  if (req.nproc)
+    flags.push_back({"--nproc " + std::to_string(req.nproc),
+                     "parallel.world_size=" + std::to_string(req.nproc)});
+  return flags;
 }
 
 int run_training(const RunRequest& req) {
@@ -106,7 +109,7 @@ int run_training(const RunRequest& req) {
       return kExitUsage;
     }
   }
-  const auto cfg = config::Config::load(config_path, request_overrides(req));
+  const auto cfg = config::Config::load(config_path, req.sets, request_flags(req));
   const auto who = dist::rank_info_from_env();
   const int world = static_cast<int>(cfg.integer("parallel.world_size"));
   if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/config/config.h"
+
 namespace lockstep {
 
 struct RunRequest {
@@ -28,8 +30,7 @@ struct RunRequest {
 // Throws config::ConfigError or UsageError (exit 2) for a bad config or output folder.
 int run_training(const RunRequest& req);
 
-// The overrides `run` applies on top of the request's config file: the --set values, then
-// --steps and --nproc as run.steps and parallel.world_size.
-std::vector<std::string> request_overrides(const RunRequest& req);
+// The flags of a request that stand for config keys (--steps, --nproc), named as typed.
+std::vector<config::FlagOverride> request_flags(const RunRequest& req);
 
 }  // namespace lockstep

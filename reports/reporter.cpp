@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "harness/util/format.h"
 #include "reports/console_reporter.h"
 #include "reports/html_reporter.h"
 #include "reports/json_reporter.h"
@@ -62,7 +63,7 @@ std::string knob_name(config::Knob k) {
 
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
-  if (r.timed) return std::to_string(r.repeats) + " repeats per arm";
+  if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
   if (r.mode == "golden") return "not timed (golden mode)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";

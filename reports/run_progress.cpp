@@ -17,14 +17,18 @@ void Progress::on_step(const StepRecord& r) {
   if (r.timed) timed_ms_ += r.step_ms, timed_tokens_ += r.tokens;
   const bool last = r.step == last_ || !std::isfinite(r.loss);
   if (!tty_ && !last && r.step % log_every_ != 0 && r.step != first_) return;
-  const double tok_s =
-      timed_ms_ > 0 ? static_cast<double>(timed_tokens_) / (timed_ms_ / 1000.0) : 0;
+  // Warmup and profiled steps are never timed: before the first timed step there is no
+  // throughput to show, and "0 tok/s" would claim one.
+  char tok_s[48] = "tok/s n/a (not timed yet)";
+  if (timed_ms_ > 0)
+    std::snprintf(tok_s, sizeof tok_s, "%.0f tok/s",
+                  static_cast<double>(timed_tokens_) / (timed_ms_ / 1000.0));
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const double done = static_cast<double>(r.step - first_ + 1),
                left = static_cast<double>(last_ - r.step);
   const double eta = done > 0 ? elapsed / done * left : 0;
-  std::fprintf(stdout, "%s%s step %lld/%lld  loss %.4f  %.0f tok/s  ETA %.0fs%s", tty_ ? "\r" : "",
+  std::fprintf(stdout, "%s%s step %lld/%lld  loss %.4f  %s  ETA %.0fs%s", tty_ ? "\r\033[K" : "",
                name_.c_str(), static_cast<long long>(r.step), static_cast<long long>(last_), r.loss,
                tok_s, eta, tty_ && !last ? "   " : "\n");
   std::fflush(stdout);

@@ -1,5 +1,6 @@
 // End-to-end tests of `lockstep run` and `lockstep compare` with the real binary: real LibTorch
 // training, real processes, real files. Timing-sensitive tests are marked RUN_SERIAL in CMake.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -34,6 +35,17 @@ TEST(CliCases, EveryCaseHoldsItsExitCodeAndOutput) {
     EXPECT_NE(r.output.find(want), std::string::npos)
         << name << ": expected to find\n  " << want << "\nin\n"
         << r.output;
+    // Optional: a text that must not appear, and the number of lines the output may have.
+    if (auto absent = c["absent"].value<std::string>()) {
+      EXPECT_EQ(r.output.find(*absent), std::string::npos)
+          << name << ": did not expect\n  " << *absent << "\nin\n"
+          << r.output;
+    }
+    if (auto lines = c["lines"].value<int64_t>()) {
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), *lines)
+          << name << ": expected " << *lines << " line(s) in\n"
+          << r.output;
+    }
     ++n;
   }
   EXPECT_GE(n, 10);
@@ -419,4 +431,58 @@ TEST(Mitigation, SkipOutliersResumesWithItsWindow) {
   EXPECT_TRUE(a[34].skipped_outlier);
   EXPECT_TRUE(b[34].skipped_outlier);
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].loss, b[i].loss) << "step " << i + 1;
+}
+
+// ---- the README documents every flag ------------------------------------------------------------
+
+// Every option a command's --help lists appears in the README: in the command table row(s) of a
+// top-level command, in the History section's usage lines for a history command. (`run --quiet`,
+// which docs/ci.md uses, was missing from the table.)
+TEST(Docs, ReadmeListsEveryFlagOfEveryCommand) {
+  TempDir tmp;
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), {});
+  // The README lines that document `command`.
+  auto lines_of = [&](const std::string& command) {
+    const bool history = command.rfind("history ", 0) == 0;
+    const std::string head = history ? "    lockstep " + command
+                                     : "| `" + command.substr(0, command.find(' '));
+    std::string out, line;
+    std::istringstream ss(readme);
+    bool in_usage = false;
+    while (std::getline(ss, line)) {
+      const bool continued = in_usage && line.rfind("                            ", 0) == 0;
+      in_usage = line.rfind(head, 0) == 0 && (!history || line.size() == head.size() ||
+                                              line[head.size()] == ' ');
+      if (in_usage || continued) out += line + "\n", in_usage = true;
+    }
+    return out;
+  };
+  const std::vector<std::string> commands{
+      "run",          "compare",        "bisect",          "scale",          "diagnose",
+      "stages",       "trace-check",    "calibrate",       "config show",    "config diff",
+      "history list", "history show",   "history export",  "history prune",  "history report"};
+  int flags = 0;
+  for (const auto& command : commands) {
+    std::vector<std::string> args;
+    std::istringstream words(command);
+    for (std::string w; words >> w;) args.push_back(w);
+    args.push_back("--help");
+    const auto help = run_lockstep(args, tmp.path(), 60);
+    ASSERT_EQ(help.exit_code, 0) << command << "\n" << help.output;
+    const std::string documented = lines_of(command);
+    ASSERT_FALSE(documented.empty()) << "no README line documents `" << command << "`";
+    std::istringstream hl(help.output.substr(help.output.find("Options:")));
+    for (std::string line; std::getline(hl, line);) {
+      const auto at = line.find("--");
+      if (line.rfind("  ", 0) != 0 || at == std::string::npos || at > 5) continue;
+      const std::string flag = line.substr(at, line.find_first_of(" ,", at) - at);
+      if (flag == "--help") continue;
+      ++flags;
+      EXPECT_NE(documented.find(flag), std::string::npos)
+          << "README does not document `" << command << " " << flag << "`; it has:\n"
+          << documented;
+    }
+  }
+  EXPECT_GE(flags, 40);
 }

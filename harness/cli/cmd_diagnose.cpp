@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
@@ -35,6 +36,7 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
         if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
           throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");
+        check_out_dir(o->out);
         // A run folder with a corrupt file, or an --out that cannot be written, is bad input
         // (exit 2), not a failed run.
         diagnose::DiagnoseReport r;

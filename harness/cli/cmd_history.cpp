@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/exit_codes.h"
 #include "harness/history/report.h"
@@ -90,6 +91,7 @@ struct ReportOpts {
 };
 
 int report(const std::string& db, const ReportOpts& o) {
+  check_out_dir(o.out);
   auto store = history::Store::open(history::resolve_path(db), false);
   const auto points = store.series(o.report.config);
   if (!o.report.config.empty() && points.empty()) {

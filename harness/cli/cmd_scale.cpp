@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
@@ -69,6 +70,7 @@ void add_scale_command(CLI::App& app, Action& action) {
   sc->add_option("--out", o->out, "report folder (default runs/<time>-scale-<name>)");
   sc->callback([&action, o] {
     action = [o] {
+      check_out_dir(o->out);
       scale::ScaleRequest req;
       req.config = o->config;
       req.sets = o->sets;

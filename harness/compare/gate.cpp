@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "harness/exit_codes.h"
+#include "harness/util/format.h"
 
 namespace lockstep::gate {
 namespace {
@@ -29,7 +30,7 @@ void apply(compare::CompareResult& r) {
   const Policy& p = r.policy;
   r.checks.clear();
   const std::string inconclusive =
-      r.too_few_repeats ? " (inconclusive: only " + std::to_string(r.repeats) + " repeats per arm)"
+      r.too_few_repeats ? " (inconclusive: only " + util::count_of(r.repeats, "repeat") + " per arm)"
                         : "";
 
   const bool runs_ok = r.baseline.status == "ok" && r.variant.status == "ok";

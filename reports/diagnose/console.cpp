@@ -11,9 +11,8 @@ using namespace diagnose_text;
 
 std::string DiagnosisConsoleReporter::render(const diagnose::DiagnoseReport& r) const {
   std::ostringstream o;
-  o << "lockstep diagnose: " << header_line(r) << ": " << r.diagnoses.size()
-    << (r.diagnoses.size() == 1 ? " event" : " events") << "\n";
-  if (r.diagnoses.empty()) o << "  " << no_event_text(r.thresholds) << "\n";
+  o << "lockstep diagnose: " << header_line(r) << ": " << events_text(r) << "\n";
+  if (r.diagnoses.empty()) o << "  " << no_event_text(r) << "\n";
   for (const auto& d : r.diagnoses) {
     o << "\nstep " << d.event.step;
     if (d.event.last_step != d.event.step) o << "-" << d.event.last_step;

@@ -32,12 +32,11 @@ std::string DiagnosisHtmlReporter::render(const diagnose::DiagnoseReport& r) con
   const bool events = !r.diagnoses.empty();
   o << html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name), kCss)
     << "<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
-    << (events
-            ? std::to_string(r.diagnoses.size()) + (r.diagnoses.size() == 1 ? " event" : " events")
-            : std::string("No events"))
+    << (events || diagnose::loss_coverage(r.run, r.thresholds).none() ? events_text(r)
+                                                                       : std::string("No events"))
     << "</h1><p>" << html_escape(header_line(r)) << "</p></header>\n<main>\n";
   o << "<section><h2>Loss and step time</h2>\n";
-  if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r.thresholds)) << ".</p>\n";
+  if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r)) << ".</p>\n";
   o << "<div class=\"plots\">" << figure("Loss vs step (events marked)", diagnosis_loss_plot(r))
     << figure("Step time per rank (timed steps, log scale)", diagnosis_time_plot(r))
     << "</div></section>\n";

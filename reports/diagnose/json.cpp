@@ -38,8 +38,14 @@ json diagnosis_json(const diagnose::DiagnoseReport& r) {
               {"status", r.status},
               {"steps", m.empty() ? 0 : m.back().step},
               {"ranks", r.run.world()},
+              {"loss_judged_from", diagnose::loss_coverage(r.run, t).first_judged},  // 0: none
+              {"too_short", diagnose::too_short_text(r.run, t)},                   // "": judged
               {"thresholds",
                {{"loss_window", t.loss_window},
+                {"loss_min_history", t.loss_min_history},
+                {"loss_noise_window", t.loss_noise_window},
+                {"loss_sustained_z", t.loss_sustained_z},
+                {"loss_sustained_rise", t.loss_sustained_rise},
                 {"loss_z", t.loss_z},
                 {"loss_min_rise", t.loss_min_rise},
                 {"time_window", t.time_window},

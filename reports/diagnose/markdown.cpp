@@ -12,9 +12,8 @@ using namespace diagnose_text;
 std::string DiagnosisMarkdownReporter::render(const diagnose::DiagnoseReport& r) const {
   std::ostringstream o;
   o << "# Loss-spike diagnosis\n\n"
-    << header_line(r) << ": **" << r.diagnoses.size()
-    << (r.diagnoses.size() == 1 ? " event" : " events") << "**\n";
-  if (r.diagnoses.empty()) o << "\n" << no_event_text(r.thresholds) << "\n";
+    << header_line(r) << ": **" << events_text(r) << "**\n";
+  if (r.diagnoses.empty()) o << "\n" << no_event_text(r) << "\n";
   auto cell = [](std::string s) {
     for (size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
     return s;

@@ -8,7 +8,9 @@
 //   {"spikes": [{"step": k, "causes": [{"cause": "data"|"lr"|"grad"|"numerics"|"hardware"|"sync",
 //                                      "score": x, "evidence": "..."}, ...]}, ...]}
 // with causes sorted most likely first. Extras: "run", "name", "steps", "ranks", "status",
-// "thresholds", and per spike "last_step", "kind", "explained", "detections".
+// "thresholds", "loss_judged_from" (the first step whose loss could be judged; 0: none),
+// "too_short" (why a run too short to judge was not: "" when it was judged), and per spike
+// "last_step", "kind", "explained", "detections".
 //
 // The stage split: console and json, on stdout only.
 #pragma once

@@ -16,7 +16,8 @@ std::string detection_text(const Detection& d, int64_t world) {
   if (d.kind == "nonfinite") return "step " + std::to_string(d.step) + ": the loss is non-finite";
   if (d.kind == "loss")
     return "step " + std::to_string(d.step) + ": loss " + util::format_number("%.4f", d.value) +
-           " vs median " + util::format_number("%.4f", d.median) + " (robust z " +
+           " vs trend " + util::format_number("%.4f", d.median) + " (" +
+           util::format_number("%+.0f%%", 100 * (d.value / d.median - 1)) + ", robust z " +
            util::format_number("%.1f", d.z) + ")";
   if (d.kind == "grad_norm")
     return "step " + std::to_string(d.step) + ": grad norm " +
@@ -51,11 +52,21 @@ std::string header_line(const DiagnoseReport& r) {
   return s;
 }
 
-std::string no_event_text(const SpikeThresholds& t) {
-  return "no events: no non-finite loss, no loss above robust z " +
-         util::format_number("%g", t.loss_z) + " of its " + std::to_string(t.loss_window) +
-         "-step rolling median, no grad norm " + util::format_number("%g", t.grad_ratio) +
-         "x its median and no step " + util::format_number("%g", t.time_ratio) +
+std::string events_text(const DiagnoseReport& r) {
+  const size_t n = r.diagnoses.size();
+  if (n == 0 && diagnose::loss_coverage(r.run, r.thresholds).none()) return "too short to judge";
+  return std::to_string(n) + (n == 1 ? " event" : " events");
+}
+
+std::string no_event_text(const DiagnoseReport& r) {
+  const auto& t = r.thresholds;
+  if (std::string s = diagnose::too_short_text(r.run, t); !s.empty()) return s;
+  const auto f = [](const char* spec, double x) { return util::format_number(spec, x); };
+  return "no events: no non-finite loss, no loss jump (robust z " + f("%g", t.loss_z) + ", +" +
+         f("%g", 100 * t.loss_min_rise) + "%) or lasting rise (+" +
+         f("%g", 100 * t.loss_sustained_rise) + "% for two steps) above its local trend from step " +
+         std::to_string(diagnose::loss_coverage(r.run, t).first_judged) + " on, no grad norm " +
+         f("%g", t.grad_ratio) + "x its median and no step " + f("%g", t.time_ratio) +
          "x slower than usual";
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "harness/util/format.h"
 #include "reports/history/reporters.h"
 #include "reports/history/trend_plot.h"
 #include "reports/history/wording.h"
@@ -16,8 +17,10 @@ using history::Flag;
 using history::metric_info;
 using history::MetricSeries;
 using history::Report;
+using history::ReportOptions;
 using history::Series;
 using history_text::format_pct;
+using history_text::too_few_runs;
 using history_text::format_value;
 using history_text::short_commit;
 using history_text::short_time;
@@ -54,8 +57,8 @@ void banner(std::ostream& o, const Report& r) {
       << " commits";
   else
     o << "✔ No regression in the last " << r.options.window << " commits";
-  o << "</h1><p>Lockstep history · " << r.series.size() << " series (config × machine) · " << runs
-    << " runs · exit " << r.exit_code << " · generated " << html_escape(r.generated_at)
+  o << "</h1><p>Lockstep history · " << r.series.size() << " series (config × machine) · "
+    << util::count_of(static_cast<long long>(runs), "run") << " · exit " << r.exit_code << " · generated " << html_escape(r.generated_at)
     << "</p></header>\n<main>\n";
 }
 
@@ -114,10 +117,10 @@ void drift_table(std::ostream& o, const Series& s) {
   o << "</table>\n";
 }
 
-void series_section(std::ostream& o, const Series& s, size_t n) {
+void series_section(std::ostream& o, const Series& s, size_t n, const ReportOptions& opt) {
   o << "<section><h2>" << code(s.config_name) << " on " << html_escape(s.host)
     << " <span class=\"muted\">(" << html_escape(s.device) << ")</span></h2>\n<p class=\"muted\">"
-    << s.points.size() << " runs from " << commit(s.points.front().git_commit) << " ("
+    << util::count_of(static_cast<long long>(s.points.size()), "run") << " from " << commit(s.points.front().git_commit) << " ("
     << html_escape(short_time(s.points.front().recorded_at)) << ") to "
     << commit(s.points.back().git_commit) << " ("
     << html_escape(short_time(s.points.back().recorded_at)) << " UTC) · config hash "
@@ -137,7 +140,8 @@ void series_section(std::ostream& o, const Series& s, size_t n) {
   for (const auto& f : s.flags) (f.kind == "speed" ? speed : drift) = true;
   if (speed) speed_table(o, s);
   if (drift) drift_table(o, s);
-  if (!speed && !drift) o << "<p>No change flagged.</p>\n";
+  const std::string few = too_few_runs(s, opt);
+  if (!speed && !drift) o << "<p>" << (few.empty() ? "No change flagged." : html_escape(few)) << "</p>\n";
   o << "<div class=\"plots\">";
   for (const auto& m : s.metrics)
     o << figure(metric_info(m.metric).label + " by commit, oldest to newest",
@@ -161,7 +165,7 @@ std::string HistoryHtmlReporter::render(const history::Report& r) const {
     o << "<section><p>No healthy runs recorded"
       << (r.options.config.empty() ? "" : " for config " + code(r.options.config))
       << ".</p></section>\n";
-  for (size_t i = 0; i < r.series.size(); ++i) series_section(o, r.series[i], i);
+  for (size_t i = 0; i < r.series.size(); ++i) series_section(o, r.series[i], i, r.options);
   o << "</main>\n<footer>Change points: binary segmentation with a median (L1) cost on log values "
        "and a permutation test (α = "
     << r.options.changepoint.alpha << ", " << r.options.changepoint.permutations

@@ -11,6 +11,7 @@ namespace {
 using history::Flag;
 using history::SeriesPoint;
 using history_text::describe;
+using history_text::too_few_runs;
 
 using json = nlohmann::ordered_json;
 
@@ -68,6 +69,7 @@ std::string HistoryJsonReporter::render(const history::Report& r) const {
                       {"host", s.host},
                       {"device", s.device},
                       {"runs", s.points.size()},
+                      {"too_few_runs", too_few_runs(s, r.options)},  // "" when judged
                       {"window_commits", s.window_commits},
                       {"changes", changes},
                       {"loss_drift", drift},

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "harness/util/format.h"
 #include "reports/history/reporters.h"
 #include "reports/history/wording.h"
 #include "reports/markdown_reporter.h"
@@ -14,6 +15,7 @@ using history::Flag;
 using history::metric_info;
 using history::Series;
 using history_text::format_pct;
+using history_text::too_few_runs;
 using history_text::format_value;
 using history_text::short_commit;
 using history_text::short_time;
@@ -55,7 +57,8 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
     o << "no regression in the last " << r.options.window << " commits\n\n";
   size_t runs = 0;
   for (const auto& s : r.series) runs += s.points.size();
-  o << r.series.size() << " series (config × machine), " << runs << " runs · generated "
+  o << r.series.size() << " series (config × machine), "
+    << util::count_of(static_cast<long long>(runs), "run") << " · generated "
     << r.generated_at;
   if (!r.history_path.empty()) o << " · " << code(r.history_path);
   o << "\n\n";
@@ -66,7 +69,7 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
   for (const auto& s : r.series) {
     o << "### " << code(s.config_name) << " on " << markdown_escape(s.host) << " ("
       << markdown_escape(s.device) << ")\n\nconfig hash " << code(s.config_hash) << " · "
-      << s.points.size() << " runs, commits " << commit_cell(s.points.front().git_commit) << " … "
+      << util::count_of(static_cast<long long>(s.points.size()), "run") << ", commits " << commit_cell(s.points.front().git_commit) << " … "
       << commit_cell(s.points.back().git_commit) << " ("
       << markdown_escape(short_time(s.points.front().recorded_at)) << " … "
       << markdown_escape(short_time(s.points.back().recorded_at)) << " UTC)\n\n";
@@ -111,7 +114,8 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
              f.in_window ? "**yes**" : "no"});
       }
     }
-    if (!speed && !drift) o << "\nNo change flagged.\n";
+    const std::string few = too_few_runs(s, r.options);
+    if (!speed && !drift) o << "\n" << (few.empty() ? "No change flagged." : few) << "\n";
     o << "\n";
   }
   o << "<sub>Change points: binary segmentation with a median (L1) cost and a permutation test (α "

@@ -46,4 +46,12 @@ std::string describe(const history::Flag& f) {
   return s;
 }
 
+std::string too_few_runs(const history::Series& s, const history::ReportOptions& o) {
+  const size_t n = s.points.size(), speed = 2 * o.changepoint.min_segment;
+  if (n >= speed) return "";
+  return "too few runs: " + util::count_of(static_cast<long long>(n), "run") +
+         " recorded; a speed change needs " + std::to_string(o.changepoint.min_segment) +
+         " on each side (" + std::to_string(speed) + " runs), a loss drift 2";
+}
+
 }  // namespace lockstep::reports::history_text
