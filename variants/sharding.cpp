@@ -3,7 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 
-
 namespace lockstep::variants {
 namespace fs = std::filesystem;
 
@@ -23,7 +22,7 @@ struct Sharding::Unit {
 };
 
 Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
-                   UpdateFn update)
+                   ShardUpdate update)
     : model_(model),
       comm_(comm),
       stage_(stage),
@@ -250,13 +249,38 @@ void Sharding::step(double lr, int64_t t) {
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
 }
 
-MemoryAccounting Sharding::accounting() const {
-  MemoryAccounting a;
+std::vector<torch::Tensor> Sharding::split_full(bool grads) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (auto& u : units_) {
+    // Stages 0-2 hold the full parameters after a step, stages 0-1 the full reduced gradient;
+    // otherwise the owned shards are gathered.
+    const bool whole = grads ? stage_ <= 1 : stage_ <= 2;
+    torch::Tensor full = whole ? (grads ? u->grad : u->full).clone()
+                               : torch::empty({u->padded}, u->master.options());
+    if (!whole) comm_.allgather(grads ? u->grad_shard : u->master, full, "all_gather(check)");
+    for (size_t k = 0; k < u->params.size(); ++k)
+      out.push_back(
+          full.narrow(0, u->offsets[k], u->params[k].numel()).view(u->params[k].sizes()).clone());
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> Sharding::full_params() {
+  return split_full(false);
+}
+
+std::vector<torch::Tensor> Sharding::full_grads() {
+  return split_full(true);
+}
+
+ShardMemory Sharding::accounting() const {
+  ShardMemory a;
   for (const auto& u : units_) {
     const int64_t es = u->full.element_size();
-    a.param_bytes_per_rank += (stage_ == 3 ? u->shard : u->padded) * es;
-    a.grad_bytes_per_rank += (stage_ >= 2 ? u->shard : u->padded) * es;
-    a.optimizer_state_bytes_per_rank += 2 * u->master.numel() * es;
+    a.param_bytes += (stage_ == 3 ? u->shard : u->padded) * es;
+    a.grad_bytes += (stage_ >= 2 ? u->shard : u->padded) * es;
+    a.optimizer_state_bytes += 2 * u->master.numel() * es;
   }
   return a;
 }

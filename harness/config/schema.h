@@ -49,6 +49,7 @@ struct KeySpec {
   // Optional: a check of this key's value, run after every section's finalize (so it can rely on
   // what they resolved, e.g. the plugins [plugins] loaded). Throws via Config::fail.
   std::function<void(const Config& c, const std::string& dotted)> check;
+  bool optional = false;  // no default and none derived: unset means the rule is off
 
   static KeySpec Int(std::string name, std::optional<int64_t> def, std::string doc);
   static KeySpec Float(std::string name, std::optional<double> def, std::string doc);
@@ -60,6 +61,7 @@ struct KeySpec {
   KeySpec&& kind(Knob k) &&;
   KeySpec&& judged_by(std::function<Knob(const Config&, const Config&)> f) &&;
   KeySpec&& checked_by(std::function<void(const Config&, const std::string&)> f) &&;
+  KeySpec&& unset_by_default() &&;  // `config keys` then says "unset", not "(derived)"
 };
 
 struct SectionSchema {
@@ -73,7 +75,8 @@ struct SectionSchema {
   const KeySpec* find(const std::string& key) const;
 };
 
-// Every section the loader accepts, in the order `config show` prints them.
+// Every section the loader accepts, in the order `config show` prints them. Defined above the
+// components that own the sections (harness/sections.cpp), so this layer depends on none of them.
 const std::vector<const SectionSchema*>& all_sections();
 const SectionSchema* find_section(const std::string& name);
 const KeySpec* find_key(const std::string& dotted);

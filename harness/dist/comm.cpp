@@ -23,7 +23,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 
 }  // namespace
 
-Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device)
+Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device)
     : rank_(who.rank),
       world_(who.world_size),
       timeout_(static_cast<int64_t>(cfg.timeout_s * 1000.0)) {

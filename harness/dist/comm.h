@@ -9,8 +9,8 @@
 #include <string>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/dist/parallel_config.h"
 #include "harness/dist/rendezvous.h"
-#include "variants/variant_config.h"
 
 namespace lockstep::dist {
 
@@ -25,7 +25,7 @@ class Comm {
  public:
   // Connects to the job's store and builds the process group (world_size > 1), or a local no-op
   // communicator. `backend` "auto" picks nccl on CUDA (when LibTorch has it), gloo otherwise.
-  Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device);
+  Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device);
   ~Comm();
 
   int rank() const { return rank_; }
@@ -45,7 +45,8 @@ class Comm {
   uint64_t take_bytes();
   // The collective this rank is waiting in right now ("" when none): read by the watchdog.
   std::string in_flight() const;
-  // Whether reduce_scatter is native or emulated by an all-reduce (Gloo in LibTorch 1.13).
+  // Whether reduce_scatter is native, or emulated by one reduce per shard, each to its owner
+  // (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
 
  private:

@@ -1,4 +1,5 @@
-// Small process helpers (torch-free): re-running this binary for the arms of a comparison.
+// Small process helpers (torch-free): re-running this binary for child runs
+// (harness/runs/child_run.h), and how many cores this process may use.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,10 @@ namespace lockstep::util {
 
 // Absolute path of the running executable (commands that spawn arms re-run it).
 std::string self_exe();
+
+// The cores this process may run on: its CPU affinity mask (taskset, cgroup cpusets), else the
+// online cores; at least 1.
+long available_cores();
 
 // A child process whose stdout and stderr go to a log file.
 struct Child {
@@ -34,10 +39,5 @@ struct ExitStatus {
 
 // Waits for the child; after timeout_s (> 0) it is killed (with its process group).
 ExitStatus wait_for(const Child& c, double timeout_s = 0);
-
-// Runs each argv list with at most `parallel` at a time, returning their exit statuses in order.
-std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
-                                const std::vector<std::filesystem::path>& logs, int parallel,
-                                double timeout_s);
 
 }  // namespace lockstep::util
