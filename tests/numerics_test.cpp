@@ -40,6 +40,7 @@
 #include "harness/dist/comm.h"
 #include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
+#include "harness/registry/install.h"
 #include "harness/registry/registry.h"
 #include "harness/train/optim_config.h"
 #include "variants/attention.h"
@@ -296,6 +297,7 @@ struct Batches {
 
 class Numerics : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { registry::install(); }  // the built-in kernels, as the binary
   void SetUp() override {
     at::set_num_threads(1);  // as the runs (configs/baseline.toml: run.threads = 1)
     at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);

@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "fixtures/scoped_env.h"
+#include "harness/runs/run_folder.h"
 #include "harness/util/sha256.h"
 
 using namespace lockstep::testing;
@@ -186,7 +187,7 @@ TEST(PluginRun, AKernelThatThrowsFailsTheRunNamingSlotNameAndStep) {
                           ") threw: deliberate failure in the loss kernel at step 3"),
             std::string::npos)
       << r.output;
-  const auto recs = lockstep::reports::read_metrics(tmp.path() / "r" / "metrics.jsonl");
+  const auto recs = lockstep::runs::read_metrics(tmp.path() / "r" / "metrics.jsonl");
   ASSERT_EQ(recs.size(), 2u);  // steps 1 and 2, intact
   EXPECT_TRUE(std::isfinite(recs[1].loss));
   auto s = read_json(tmp.path() / "r" / "summary.json");
