@@ -122,6 +122,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_config.cpp
   harness/cli/cmd_run.cpp
   harness/cli/cmd_compare.cpp
+  harness/cli/compare_out.cpp
   harness/cli/cmd_history.cpp
   harness/cli/cmd_diagnose.cpp
   harness/cli/cmd_scale.cpp

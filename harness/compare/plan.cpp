@@ -19,6 +19,24 @@ int auto_parallel(const config::Config& a, const config::Config& b) {
   return static_cast<int>(std::max<int64_t>(1, cores / per_run));
 }
 
+namespace {
+
+// A golden curve is judged at its last step against the same step of a run whose LR schedule spans
+// run.steps: a golden file from a run of another length is another schedule, not a reference.
+void check_golden_length(const std::string& file, const std::vector<double>& golden,
+                         const config::Config& variant, bool steps_flag) {
+  const int64_t steps = variant.integer("run.steps");
+  const int64_t last = static_cast<int64_t>(golden.size());
+  if (last == steps) return;
+  throw UsageError(file + ": the golden curve ends at step " + std::to_string(last) +
+                   " but the variant runs " + std::to_string(steps) + " steps (" +
+                   (steps_flag ? "--steps" : "run.steps") + "); a different length is a different " +
+                   "LR schedule: give --steps " + std::to_string(last) +
+                   " or a golden file of the same length");
+}
+
+}  // namespace
+
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
   p.out_dir = req.out_dir;
@@ -39,7 +57,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.mode == "ab" ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
   const auto& bcfg = p.baseline_config;
   const auto& vcfg = p.variant_config;
-  if (p.mode == "golden") p.golden_curve = read_golden(req.golden_file);  // before any run starts
+  if (p.mode == "golden") {  // before any run starts
+    p.golden_curve = read_golden(req.golden_file);
+    check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
+  }
 
   auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
   p.policy = resolved.policy;
