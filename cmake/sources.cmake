@@ -43,6 +43,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/markdown_reporter.cpp
   reports/junit_reporter.cpp
   reports/html_reporter.cpp
+  reports/memory_table.cpp
   reports/html_page.cpp
   reports/gnuplot.cpp
   reports/compare_plots.cpp
@@ -51,6 +52,9 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/plan.cpp
   harness/compare/execute.cpp
   harness/compare/analyse.cpp
+  harness/compare/memory_per_rank.cpp
+  harness/compare/workload_change.cpp
+  harness/compare/golden_mode.cpp
   harness/compare/gate.cpp
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/compare/analysis.h"
+#include "harness/compare/golden_mode.h"
 #include "harness/exit_codes.h"
 #include "harness/util/process.h"
 
@@ -83,9 +84,17 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     auto knobs = classify_changes(p.changes, vcfg.str("run.device"));
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
+    p.workload_changes = knobs.workload;
+    if (!knobs.workload.empty()) p.klass = "workload";  // no alignment verdict; still timed
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
     if (p.changes.empty())
       p.warnings.push_back("the configs are identical: this is an A/A comparison");
+    p.klass_source = "the keys that differ between the baseline and the variant";
+  } else {
+    const GoldenClass g = golden_knob_class(vcfg);
+    p.klass = g.klass;
+    p.changed_knobs = g.knobs;
+    p.klass_source = g.source;
   }
   p.parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
 
@@ -109,13 +118,16 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
   p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
+  // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
   if (p.klass == "approximate") {
+    const bool golden = p.mode == "golden";
+    const std::string arm = golden ? "variant" : "baseline";
     for (int64_t k = 1; k <= p.policy.seeds; ++k) {
-      const std::string label = "baseline-seed" + std::to_string(seed + k);
-      auto sets = bsets;
+      const std::string label = arm + "-seed" + std::to_string(seed + k);
+      auto sets = golden ? vsets : bsets;
       sets.push_back("run.seed=" + std::to_string(seed + k));
-      p.alignment.push_back(
-          arm_run("baseline", "seed band", seed + k, label, req.baseline, sets, arms / label, 0));
+      p.alignment.push_back(arm_run(arm, "seed band", seed + k, label,
+                                    golden ? req.variant : req.baseline, sets, arms / label, 0));
     }
   }
 
