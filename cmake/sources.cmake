@@ -46,6 +46,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/markdown_reporter.cpp
   reports/junit_reporter.cpp
   reports/html_reporter.cpp
+  reports/memory_table.cpp
   reports/html_page.cpp
   reports/gnuplot.cpp
   reports/compare_plots.cpp
@@ -54,6 +55,9 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/plan.cpp
   harness/compare/execute.cpp
   harness/compare/analyse.cpp
+  harness/compare/memory_per_rank.cpp
+  harness/compare/workload_change.cpp
+  harness/compare/golden_mode.cpp
   harness/compare/gate.cpp
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
@@ -129,6 +133,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_config.cpp
   harness/cli/cmd_run.cpp
   harness/cli/cmd_compare.cpp
+  harness/cli/compare_out.cpp
   harness/cli/cmd_history.cpp
   harness/cli/cmd_diagnose.cpp
   harness/cli/cmd_scale.cpp

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "harness/compare/memory_per_rank.h"
+#include "reports/memory_table.h"
 #include "reports/run_console.h"
 
 namespace lockstep::reports {
@@ -68,8 +70,12 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   o << table({{"baseline", r.baseline.name, r.baseline.config_path},
               {"variant", r.variant.name, r.variant.config_path}});
 
-  o << "\nChanged keys\n";
-  if (r.changes.empty()) o << "  (none: the configs are identical)\n";
+  if (r.mode == "golden")
+    o << "\nKnobs (golden mode: no baseline config, so no changed keys)\n  " << r.klass_source
+      << "\n";
+  else
+    o << "\nChanged keys\n";
+  if (r.mode != "golden" && r.changes.empty()) o << "  (none: the configs are identical)\n";
   for (const auto& c : r.changes)
     o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob)
       << ")\n";
@@ -85,7 +91,9 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   if (!r.failed_arm.empty()) o << "\nRun failed\n  " << r.failed_arm << ": " << r.failure << "\n";
 
   const auto& a = r.alignment;
-  o << "\nAlignment (" << a.klass << ", loss at step " << a.check_step << ")\n";
+  o << "\nAlignment ("
+    << (a.applicable ? a.klass : std::string("not applicable: the workload changed"))
+    << ", loss at step " << a.check_step << (a.applicable ? "" : ", not judged") << ")\n";
   o << "  loss reference: " << r.loss_reference << "\n";
   std::vector<std::vector<std::string>> rows{
       {"loss", "baseline " + a.baseline_rounded, "variant " + a.variant_rounded,
@@ -103,7 +111,10 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
                       ? "first divergent step " + std::to_string(a.first_divergent_step)
                       : "no divergent step"});
   o << table(rows);
-  o << "  " << (a.aligned ? "aligned" : "NOT aligned")
+  o << "  "
+    << (!a.applicable ? "not applicable"
+        : a.aligned   ? "aligned"
+                      : "NOT aligned")
     << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
 
   o << "\nPerformance (" << text::timing_summary(r)
@@ -112,22 +123,35 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   const auto& v = r.variant;
   std::string mem_delta =
       r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a";
-  o << table({{"", "baseline", "variant", "delta", "95% CI", "p", ""},
-              delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
-                        r.delta.tokens_per_sec_pct, "%"),
-              delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
-              delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                        r.delta.p50_ms_pct, "%"),
-              delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                        r.delta.p99_ms_pct, "%"),
-              {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
-               human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
+  // Untimed: what was measured (peak memory of the full runs), not a table of n/a.
+  if (!r.timed && r.mode == "golden" && v.peak_memory_bytes > 0)
+    o << "  variant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
+      << " per rank (its full run)\n";
+  if (!r.timed && r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+    o << table({{"", "baseline", "variant", "delta"},
+                {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+                 human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
+  if (r.timed)
+    o << table(
+        {{"", "baseline", "variant", "delta", "95% CI", "p", ""},
+         delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                   r.delta.tokens_per_sec_pct, "%"),
+         delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
+         delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                   r.delta.p50_ms_pct, "%"),
+         delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                   r.delta.p99_ms_pct, "%"),
+         {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+          human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
   if (r.too_few_repeats)
     o << "  ! too few repeats for a significance test: deltas are indicative only\n";
   if (r.determinism.checked)
     o << "  determinism: baseline " << (r.determinism.baseline_ok ? "ok" : "NOT deterministic")
       << ", variant " << (r.determinism.variant_ok ? "ok" : "NOT deterministic")
       << (r.determinism.detail.empty() ? "" : " (" + r.determinism.detail + ")") << "\n";
+
+  if (compare::any_arm_sharded(r))
+    o << "\nMemory per rank (" << memory_table_caption(r) << ")\n" << table(memory_table_rows(r));
 
   if (!r.breakdown.phases.empty()) {
     o << "\nWhere the time went (baseline " << r.baseline.bound << ", variant " << r.variant.bound

@@ -2,8 +2,10 @@
 
 #include <sstream>
 
+#include "harness/compare/memory_per_rank.h"
 #include "reports/compare_plots.h"
 #include "reports/html_page.h"
+#include "reports/memory_table.h"
 #include "reports/run_console.h"
 
 namespace lockstep::reports {
@@ -12,7 +14,7 @@ namespace {
 
 // The comparison report's own rules, on top of the shared page stylesheet (reports/html_page.h).
 const char* kCss = R"css(:root{--base:#1f77b4;--var:#e8590c}
-.pill.ok{background:var(--ok)}.pill.bad{background:var(--bad)}
+.pill.ok{background:var(--ok)}.pill.bad{background:var(--bad)}.pill.na{background:#6c757d}
 .yes{color:var(--ok);font-weight:700}.no{color:var(--bad);font-weight:700}
 .sig{font-weight:700}
 .arm-b{color:var(--base);font-weight:600}.arm-v{color:var(--var);font-weight:600}
@@ -55,6 +57,13 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
 }
 
 void config_diff(std::ostream& o, const compare::CompareResult& r) {
+  if (r.mode == "golden") {  // no baseline config: no diff to show
+    o << "<section><h2>Configuration</h2>\n<p><span class=\"arm-b\">golden</span> "
+      << code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
+      << code(r.variant.config_path) << "</p>\n<p>Golden mode: no baseline config, so no changed "
+      << "keys; " << html_escape(r.klass_source) << ".</p></section>\n";
+    return;
+  }
   o << "<section><h2>Configuration diff</h2>\n<p><span class=\"arm-b\">baseline</span> "
     << code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
     << code(r.variant.config_path) << "</p>\n"
@@ -75,8 +84,10 @@ void config_diff(std::ostream& o, const compare::CompareResult& r) {
 void alignment(std::ostream& o, const compare::CompareResult& r) {
   const auto& a = r.alignment;
   o << "<section><h2>Loss alignment <span class=\"pill "
-    << (a.aligned ? "ok\">aligned" : "bad\">not aligned") << "</span></h2>\n<p>"
-    << html_escape(a.klass) << " knob, loss at step " << a.check_step;
+    << (!a.applicable ? "na\">not applicable"
+        : a.aligned   ? "ok\">aligned"
+                      : "bad\">not aligned")
+    << "</span></h2>\n<p>" << html_escape(a.klass) << " knob, loss at step " << a.check_step;
   if (!a.explanation.empty()) o << ": " << html_escape(a.explanation);
   o << "</p>\n<p class=\"muted\">Loss reference: " << html_escape(r.loss_reference) << "</p>\n";
   o << "<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
@@ -111,6 +122,22 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   auto ci = [](const compare::ArmResult& a) {
     return "[" + fixed(a.tokens_per_sec_ci_lo, 0) + ", " + fixed(a.tokens_per_sec_ci_hi, 0) + "]";
   };
+  if (!r.timed) {  // what was measured (peak memory of the full runs), not a table of n/a
+    o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
+      << html_escape(text::timing_summary(r)) << ".</p>\n";
+    if (r.mode == "golden" && v.peak_memory_bytes > 0)
+      o << "<p>Variant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
+        << " per rank (its full run).</p>\n";
+    if (r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+      o << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th "
+           "class=\"num\">Variant</th><th class=\"num\">Δ</th></tr>\n<tr>"
+        << td("peak memory") << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)
+        << td(human_bytes(static_cast<double>(v.peak_memory_bytes)), true)
+        << td(r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", true)
+        << "</tr></table>\n";
+    o << "</section>\n";
+    return;
+  }
   o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
     << (r.timed ? "Medians over " + std::to_string(r.repeats) +
                       " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided "
@@ -147,6 +174,19 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   o << "<div class=\"plots\">"
     << figure("Step latency distribution (ECDF, all repeats pooled)", latency_plot(r))
     << figure("Throughput per arm", throughput_plot(r)) << "</div></section>\n";
+}
+
+void memory_per_rank(std::ostream& o, const compare::CompareResult& r) {
+  if (!compare::any_arm_sharded(r)) return;
+  const auto rows = memory_table_rows(r);
+  o << "<section><h2>Memory per rank</h2>\n<p class=\"muted\">"
+    << html_escape(memory_table_caption(r))
+    << "; from each arm's full-length run.</p>\n<table><tr><th>Per rank</th><th "
+       "class=\"num\">Baseline</th><th class=\"num\">Variant</th><th class=\"num\">Δ</th></tr>\n";
+  for (size_t i = 1; i < rows.size(); ++i)
+    o << "<tr>" << td(html_escape(rows[i][0])) << td(html_escape(rows[i][1]), true)
+      << td(html_escape(rows[i][2]), true) << td(html_escape(rows[i][3]), true) << "</tr>\n";
+  o << "</table></section>\n";
 }
 
 void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
@@ -201,6 +241,7 @@ std::string HtmlReporter::render(const compare::CompareResult& r) const {
   config_diff(o, r);
   alignment(o, r);
   performance(o, r);
+  memory_per_rank(o, r);
   checks_and_policy(o, r);
   o << "</main>\n<footer>Lockstep comparison report";
   if (!r.out_dir.empty()) o << " · " << html_escape(r.out_dir);

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "harness/compare/memory_per_rank.h"
+#include "reports/memory_table.h"
 #include "reports/run_console.h"
 
 namespace lockstep::reports {
@@ -80,17 +82,24 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "**Run failed:** " << markdown_escape(r.failed_arm) << " — " << markdown_escape(r.failure)
       << "\n\n";
 
-  o << row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
-  if (r.changes.empty()) o << row({"(none)", "", "", ""});
-  for (const auto& c : r.changes)
-    o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
+  if (r.mode == "golden") {
+    o << "**Knobs** (golden mode: no baseline config, so no changed keys): "
+      << markdown_escape(r.klass_source) << "\n";
+  } else {
+    o << row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
+    if (r.changes.empty()) o << row({"(none)", "", "", ""});
+    for (const auto& c : r.changes)
+      o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
+  }
   if (text::any_plugins(r))
     o << "\nPlugins: baseline " << markdown_escape(text::plugins(r.baseline.plugins))
       << "; variant " << markdown_escape(text::plugins(r.variant.plugins)) << "\n";
 
   const auto& a = r.alignment;
-  o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step
-    << "): " << (a.aligned ? "✅ aligned" : "❌ not aligned");
+  o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step << "): "
+    << (!a.applicable ? "➖ not applicable"
+        : a.aligned   ? "✅ aligned"
+                      : "❌ not aligned");
   if (!a.explanation.empty()) o << " — " << markdown_escape(a.explanation);
   o << "\n\nLoss reference: " << markdown_escape(r.loss_reference);
   o << "\n\n"
@@ -107,20 +116,41 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
 
   const auto& b = r.baseline;
   const auto& v = r.variant;
-  o << "\n**Performance** (medians, 95% bootstrap CI, Mann-Whitney p; bold = significant)\n\n"
-    << row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
-    << "|---|--:|--:|--:|--:|--:|---|\n"
-    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
-                 r.delta.tokens_per_sec_pct, "%")
-    << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                 r.delta.p50_ms_pct, "%")
-    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                 r.delta.p99_ms_pct, "%")
-    << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
-            human_bytes(static_cast<double>(v.peak_memory_bytes)),
-            r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "",
-            ""});
+  if (!r.timed) {
+    // What was measured (peak memory of the full runs), not a table of n/a.
+    o << "\n**Performance**: " << markdown_escape(text::timing_summary(r)) << "\n";
+    if (r.mode == "golden" && v.peak_memory_bytes > 0)
+      o << "\nVariant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
+        << " per rank (its full run).\n";
+    if (r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+      o << "\n"
+        << row({"Metric", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n"
+        << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+                human_bytes(static_cast<double>(v.peak_memory_bytes)),
+                r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a"});
+  } else {
+    o << "\n**Performance** (medians, 95% bootstrap CI, Mann-Whitney p; bold = significant)\n\n"
+      << row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
+      << "|---|--:|--:|--:|--:|--:|---|\n"
+      << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                   r.delta.tokens_per_sec_pct, "%")
+      << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
+      << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                   r.delta.p50_ms_pct, "%")
+      << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                   r.delta.p99_ms_pct, "%")
+      << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+              human_bytes(static_cast<double>(v.peak_memory_bytes)),
+              r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "",
+              ""});
+  }
+
+  if (compare::any_arm_sharded(r)) {
+    const auto rows = memory_table_rows(r);
+    o << "\n**Memory per rank** (" << markdown_escape(memory_table_caption(r)) << ")\n\n"
+      << row({"Per rank", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
+    for (size_t i = 1; i < rows.size(); ++i) o << row(rows[i]);
+  }
 
   if (!r.breakdown.phases.empty()) {
     o << "\n**Where the time went** (baseline " << markdown_escape(r.baseline.bound) << ", variant "

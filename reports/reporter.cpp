@@ -74,7 +74,7 @@ bool any_plugins(const compare::CompareResult& r) {
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
   if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
-  if (r.mode == "golden") return "not timed (golden mode)";
+  if (r.mode == "golden") return "not timed (golden mode: no second arm to time against)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";
 }

@@ -88,20 +88,58 @@ TEST(ComparisonPlan, GoldenModeRunsTheVariantOnlyAndTimesNothing) {
   const fs::path golden = fs::temp_directory_path() / "lockstep-plan-golden.loss";
   {
     std::ofstream out(golden);
-    out << "1 6.25\n2 6.0\n3 5.5\n";
+    for (int step = 1; step <= 20; ++step) out << step << " " << 6.0 - 0.1 * step << "\n";
   }
   CompareRequest req = bf16_request();
   req.baseline = {};
   req.golden_file = golden.string();
+  req.steps = 20;  // the golden file's length (another length: below)
   const auto p = plan_comparison(req);
   EXPECT_EQ(p.mode, "golden");
-  ASSERT_EQ(p.alignment.size(), 1u);
+  // bf16 is approximate here too (the variant's own knobs against the defaults), and the seed
+  // band comes from the variant's seeds: there is no baseline config to run.
+  EXPECT_EQ(p.klass, "approximate");
+  EXPECT_EQ(p.changed_knobs, (std::vector<std::string>{"precision.compute"}));
+  EXPECT_NE(p.klass_source.find("the variant's own knobs against the defaults"),
+            std::string::npos)
+      << p.klass_source;
+  ASSERT_EQ(p.alignment.size(), 3u);
   EXPECT_EQ(p.alignment[0].arm, "variant");
   EXPECT_EQ(p.alignment[0].role, "full");
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(p.alignment[i].arm, "variant");
+    EXPECT_EQ(p.alignment[i].role, "seed band");
+    EXPECT_EQ(p.alignment[i].job.config, kSrc + "/configs/variants/bf16.toml");
+    EXPECT_EQ(p.alignment[i].job.dir,
+              fs::path("/nonexistent/cmp/arms") / ("variant-seed" + std::to_string(1234 + i)));
+  }
   EXPECT_TRUE(p.timing.empty());
-  EXPECT_EQ(p.golden_curve, (std::vector<double>{6.25, 6.0, 5.5}));
+  ASSERT_EQ(p.golden_curve.size(), 20u);
+  EXPECT_DOUBLE_EQ(p.golden_curve[2], 5.7);
   EXPECT_TRUE(p.changes.empty());
+  // A golden file of another length than the run is another LR schedule: exit 2, both lengths.
+  req.steps = 50;
+  try {
+    plan_comparison(req);
+    ADD_FAILURE() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              golden.string() +
+                  ": the golden curve ends at step 20 but the variant runs 50 steps (--steps); a "
+                  "different length is a different LR schedule: give --steps 20 or a golden file "
+                  "of the same length");
+  }
   fs::remove(golden);
+}
+
+TEST(ComparisonPlan, AWorkloadChangeHasNoSeedBandAndIsStillTimed) {
+  CompareRequest req = bf16_request();
+  req.variant = {"variant", kSrc + "/tests/configs/batch4.toml", {}};
+  const auto p = plan_comparison(req);
+  EXPECT_EQ(p.klass, "workload");
+  EXPECT_EQ(p.workload_changes, (std::vector<std::string>{"data.batch_size"}));
+  EXPECT_EQ(p.alignment.size(), 2u);           // baseline and variant, no seed band
+  EXPECT_EQ(p.timing.size(), 2u * 3u);         // both arms timed
 }
 
 TEST(ComparisonPlan, ACheckStepPastTheLastStepIsAUsageErrorBeforeAnyRun) {

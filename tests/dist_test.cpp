@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -238,6 +240,30 @@ TEST(Compare, Zero3AgainstDataParallelPassesAligned) {
   for (const auto& c : rep["checks"])
     if (c["name"] == "memory saving") memory_checked = c["passed"].get<bool>();
   EXPECT_TRUE(memory_checked) << r.output;
+  // Memory per rank in the report's arms and deltas (not only in arms/*/summary.json): stage 3
+  // halves parameters, gradients and optimizer state on 2 ranks (flat buffers padded to a multiple
+  // of the world size, so within a fraction of a percent).
+  EXPECT_EQ(rep["baseline"]["zero_stage"], 0);
+  EXPECT_EQ(rep["variant"]["zero_stage"], 3);
+  const auto summary = read_json(tmp.path() / "c" / "arms" / "variant" / "summary.json");
+  for (const char* f : {"param_bytes_per_rank", "grad_bytes_per_rank",
+                        "optimizer_state_bytes_per_rank", "comm_bytes_per_step"}) {
+    EXPECT_EQ(rep["variant"][f], summary[f]) << f;
+    EXPECT_GT(rep["baseline"][f].get<double>(), 0) << f;
+  }
+  for (const char* f : {"param_bytes_per_rank_pct", "grad_bytes_per_rank_pct",
+                        "optimizer_state_bytes_per_rank_pct"})
+    EXPECT_NEAR(rep["delta"][f].get<double>(), -50.0, 0.5) << f;
+  EXPECT_TRUE(rep["delta"]["comm_bytes_per_step_pct"].is_number());
+  std::ifstream md_in(tmp.path() / "c" / "report.md"), html_in(tmp.path() / "c" / "report.html");
+  const std::string md((std::istreambuf_iterator<char>(md_in)), {}),
+      html((std::istreambuf_iterator<char>(html_in)), {});
+  EXPECT_NE(md.find("**Memory per rank** (baseline ZeRO stage 0 on 2 ranks, variant ZeRO stage 3 "
+                    "on 2 ranks)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| optimizer state | "), std::string::npos) << md;
+  EXPECT_NE(html.find("<h2>Memory per rank</h2>"), std::string::npos);
 }
 
 // The path torchrun / Slurm / mpirun take: ranks started by someone else, rank 0 hosting the store.

@@ -95,12 +95,12 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "baseline",     "variant",    "delta",     "changed_knobs", "changes",
                 "warnings",     "checks",     "breakdown", "policy",        "policy_source",
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
-                "timed",        "wall_seconds", "environment"}));
+                "timed",        "wall_seconds", "environment", "class_source"}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
                                    "max_abs_diff", "baseline_rounded", "variant_rounded",
-                                   "equal_to_3dp", "seed_band", "explanation"}));
+                                   "equal_to_3dp", "seed_band", "explanation", "applicable"}));
   EXPECT_EQ(keys(j["alignment"]["seed_band"]),
             (std::set<std::string>{"seeds", "losses", "half_width", "lo", "hi", "inside"}));
   for (const char* arm : {"baseline", "variant"}) {
@@ -109,11 +109,17 @@ TEST(JsonReport, HasExactlyTheContractFields) {
               (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec",
                                      "tokens_per_sec_ci", "mfu", "step_ms", "peak_memory_bytes",
                                      "phase_share", "phase_ms", "bound", "top_ops",
-                                     "tokens_per_sec_repeats", "loss_curve", "alignment_run", "plugins"}));
+                                     "tokens_per_sec_repeats", "loss_curve", "alignment_run",
+                                     "param_bytes_per_rank", "grad_bytes_per_rank",
+                                     "optimizer_state_bytes_per_rank", "comm_bytes_per_step",
+                                     "zero_stage", "world_size", "plugins"}));
     EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
   }
-  EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct",
-                                                     "p99_ms_pct", "memory_pct"}));
+  EXPECT_EQ(keys(j["delta"]),
+            (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct",
+                                   "memory_pct", "param_bytes_per_rank_pct",
+                                   "grad_bytes_per_rank_pct", "optimizer_state_bytes_per_rank_pct",
+                                   "comm_bytes_per_step_pct"}));
   for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct"})
     EXPECT_EQ(keys(j["delta"][d]),
               (std::set<std::string>{"value", "ci", "p_value", "significant", "wording"}))

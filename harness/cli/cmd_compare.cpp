@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/compare_out.h"
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/compare/bisect.h"
@@ -81,7 +82,7 @@ void add_compare_command(CLI::App& app, Action& action) {
     int64_t steps = 0, check_step = -1, repeats = 0;
     std::vector<std::string> bsets, vsets;
     std::string history;
-    bool no_history = false, against_history = false;
+    bool no_history = false, against_history = false, force = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmp = app.add_subcommand(
@@ -90,6 +91,8 @@ void add_compare_command(CLI::App& app, Action& action) {
       ->required()
       ->expected(1, -1);  // counted in the action, which says what it got (not CLI11's "At Most 2")
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
+  cmp->add_flag("--force", o->force,
+                "replace an earlier comparison in --out (its reports and arms/; other files stay)");
   cmp->add_option("--steps", o->steps, "override run.steps of both arms")
       ->check(positive_integer());
   cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")
@@ -136,9 +139,17 @@ void add_compare_command(CLI::App& app, Action& action) {
       req.repeats = o->repeats;
       req.policy_file = o->policy;
       check_out_dir(o->out);
+      refuse_earlier_comparison(o->out, o->force);
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
       req.log = progress_line;
+      if (o->force && !o->out.empty())
+        req.before_runs = [out = req.out_dir] {
+          const auto removed = remove_earlier_comparison(out);
+          if (!removed.empty())
+            progress_line("--force: removed the earlier comparison in " + out + " (" +
+                          std::to_string(removed.size()) + " entries)");
+        };
       if (o->against_history) {
         if (!o->golden.empty()) {
           std::cerr << "lockstep compare: --against-history needs BASELINE VARIANT, not --golden\n";

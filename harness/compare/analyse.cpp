@@ -5,6 +5,9 @@
 
 #include "harness/compare/analysis.h"
 #include "harness/registry/catalog.h"
+#include "harness/compare/golden_mode.h"
+#include "harness/compare/memory_per_rank.h"
+#include "harness/compare/workload_change.h"
 #include "harness/stats/statistics.h"
 
 namespace lockstep::compare {
@@ -67,6 +70,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.warnings = plan.warnings;
   r.changes = plan.changes;
   r.changed_knobs = plan.changed_knobs;
+  r.klass_source = plan.klass_source;
   r.baseline.label = "baseline";
   r.variant.label = "variant";
   r.baseline.name = plan.baseline_config.str("run.name");
@@ -84,6 +88,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   if (plan.mode == "ab") {
     const size_t bi = full_run(plan, "baseline");
     fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
+    fill_memory_per_rank(r.baseline, outs[bi].summary, plan.baseline_config);
     r.env = outs[bi].summary.env;
     if (!outs[bi].ok()) fail_arm(r, r.baseline, outs[bi]);
   } else {
@@ -93,6 +98,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   }
   const size_t vi = full_run(plan, "variant");
   fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
+  fill_memory_per_rank(r.variant, outs[vi].summary, plan.variant_config);
   if (plan.mode == "golden") r.env = outs[vi].summary.env;
   if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
 
@@ -101,12 +107,15 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     BandInput b;
     const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
                                                : static_cast<int64_t>(r.baseline.loss_curve.size());
-    b.seeds.push_back(plan.alignment[full_run(plan, "baseline")].seed);
-    b.losses.push_back(loss_at(r.baseline.loss_curve, cs));
+    // Golden mode measures the spread on the variant's seeds (harness/compare/golden_mode.h).
+    const bool golden = plan.mode == "golden";
+    ArmResult& band_arm = golden ? r.variant : r.baseline;
+    b.seeds.push_back(plan.alignment[full_run(plan, band_arm.label)].seed);
+    b.losses.push_back(loss_at(band_arm.loss_curve, cs));
     for (size_t i = 0; i < plan.alignment.size(); ++i) {
       if (plan.alignment[i].role != "seed band") continue;
       if (!outs[i].ok()) {
-        fail_arm(r, r.baseline, outs[i]);
+        fail_arm(r, band_arm, outs[i]);
         continue;
       }
       b.seeds.push_back(plan.alignment[i].seed);
@@ -124,7 +133,9 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.alignment = check_alignment(from_history ? plan.reference_curve : r.baseline.loss_curve,
                                 r.variant.loss_curve, r.policy.check_step, r.policy.tolerance,
                                 plan.klass, band);
-  if (plan.mode == "ab" && r.failed_arm.empty() && !r.alignment.aligned)
+  if (plan.klass == "workload") mark_workload_change(r.alignment, plan.workload_changes);
+  if (plan.mode == "golden") golden_seed_band(r.alignment);
+  if (plan.mode == "ab" && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)
     r.warnings.push_back(
         "not timed: the loss does not align, and an optimization that changes the math is rejected "
         "before its speed matters");
@@ -132,11 +143,12 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     r.delta.memory_pct = 100.0 * (static_cast<double>(r.variant.peak_memory_bytes) /
                                       static_cast<double>(r.baseline.peak_memory_bytes) -
                                   1.0);
+  memory_per_rank_deltas(r);
   return r;
 }
 
 bool should_time(const CompareResult& r) {
-  return r.mode == "ab" && r.failed_arm.empty() && r.alignment.aligned;
+  return r.mode == "ab" && r.failed_arm.empty() && (r.alignment.aligned || !r.alignment.applicable);
 }
 
 void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,

@@ -34,6 +34,7 @@ std::vector<double> read_golden(const std::string& path) {
 CompareResult run_comparison(const CompareRequest& req) {
   const auto t0 = std::chrono::steady_clock::now();
   const ComparisonPlan plan = plan_comparison(req);
+  if (req.before_runs) req.before_runs();
   CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
   if (should_time(r)) analyse_timing(plan, execute_timing(plan, req.log), r);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -40,6 +40,9 @@ struct CompareRequest {
   std::vector<double> reference_curve;
   std::string reference_source;                 // e.g. "history run #12 (commit 3f2a1b0)"
   std::function<void(const std::string&)> log;  // progress lines
+  // Called once the plan is made (every config and input checked), before any run starts:
+  // `compare --force` clears the folder's earlier comparison there, so a usage error leaves it.
+  std::function<void()> before_runs;
 };
 
 // Runs everything and returns the judged result (checks, verdict and exit code filled in).

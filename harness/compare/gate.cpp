@@ -35,7 +35,10 @@ void apply(compare::CompareResult& r) {
 
   const bool runs_ok = r.baseline.status == "ok" && r.variant.status == "ok";
   {
-    Check c{"runs completed", runs_ok, "both arms ran to the end"};
+    Check c{"runs completed", runs_ok,
+            r.mode == "golden" ? "the variant ran to the end (golden mode: the other side is the "
+                                 "golden file's curve)"
+                               : "both arms ran to the end"};
     if (!runs_ok) c.detail = r.failed_arm + " failed: " + r.failure;
     r.checks.push_back(c);
   }
@@ -48,7 +51,8 @@ void apply(compare::CompareResult& r) {
                              r.determinism.variant_ok ? "repeats reproduce the full run bit for bit"
                                                       : r.determinism.detail});
   }
-  if (runs_ok)
+  // A workload change has no alignment verdict (harness/compare/workload_change.h).
+  if (runs_ok && r.alignment.applicable)
     r.checks.push_back(Check{"loss alignment", r.alignment.aligned, r.alignment.explanation});
 
   // Only a comparison whose timing repeats ran has speed to judge: an untimed one (golden mode,

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/compare/analysis.h"
+#include "harness/compare/golden_mode.h"
 #include "harness/exit_codes.h"
 #include "harness/util/process.h"
 
@@ -18,6 +19,24 @@ int auto_parallel(const config::Config& a, const config::Config& b) {
     per_run = std::max(per_run, c->integer("run.threads") * c->integer("parallel.world_size"));
   return static_cast<int>(std::max<int64_t>(1, cores / per_run));
 }
+
+namespace {
+
+// A golden curve is judged at its last step against the same step of a run whose LR schedule spans
+// run.steps: a golden file from a run of another length is another schedule, not a reference.
+void check_golden_length(const std::string& file, const std::vector<double>& golden,
+                         const config::Config& variant, bool steps_flag) {
+  const int64_t steps = variant.integer("run.steps");
+  const int64_t last = static_cast<int64_t>(golden.size());
+  if (last == steps) return;
+  throw UsageError(file + ": the golden curve ends at step " + std::to_string(last) +
+                   " but the variant runs " + std::to_string(steps) + " steps (" +
+                   (steps_flag ? "--steps" : "run.steps") + "); a different length is a different " +
+                   "LR schedule: give --steps " + std::to_string(last) +
+                   " or a golden file of the same length");
+}
+
+}  // namespace
 
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
@@ -39,7 +58,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.mode == "ab" ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
   const auto& bcfg = p.baseline_config;
   const auto& vcfg = p.variant_config;
-  if (p.mode == "golden") p.golden_curve = read_golden(req.golden_file);  // before any run starts
+  if (p.mode == "golden") {  // before any run starts
+    p.golden_curve = read_golden(req.golden_file);
+    check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
+  }
 
   auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
   p.policy = resolved.policy;
@@ -62,9 +84,17 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     auto knobs = classify_changes(p.changes);
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
+    p.workload_changes = knobs.workload;
+    if (!knobs.workload.empty()) p.klass = "workload";  // no alignment verdict; still timed
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
     if (p.changes.empty())
       p.warnings.push_back("the configs are identical: this is an A/A comparison");
+    p.klass_source = "the keys that differ between the baseline and the variant";
+  } else {
+    const GoldenClass g = golden_knob_class(vcfg);
+    p.klass = g.klass;
+    p.changed_knobs = g.knobs;
+    p.klass_source = g.source;
   }
   p.parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
 
@@ -88,13 +118,16 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
   p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
+  // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
   if (p.klass == "approximate") {
+    const bool golden = p.mode == "golden";
+    const std::string arm = golden ? "variant" : "baseline";
     for (int64_t k = 1; k <= p.policy.seeds; ++k) {
-      const std::string label = "baseline-seed" + std::to_string(seed + k);
-      auto sets = bsets;
+      const std::string label = arm + "-seed" + std::to_string(seed + k);
+      auto sets = golden ? vsets : bsets;
       sets.push_back("run.seed=" + std::to_string(seed + k));
-      p.alignment.push_back(
-          arm_run("baseline", "seed band", seed + k, label, req.baseline, sets, arms / label, 0));
+      p.alignment.push_back(arm_run(arm, "seed band", seed + k, label,
+                                    golden ? req.variant : req.baseline, sets, arms / label, 0));
     }
   }
 

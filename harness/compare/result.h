@@ -38,6 +38,11 @@ struct ArmResult {
   std::optional<double> mfu;
   Percentiles step_ms{NAN, NAN, NAN, NAN};
   int64_t peak_memory_bytes = 0;
+  // Per rank, from the alignment run (harness/train/memory.h): what ZeRO shards, and the bytes one
+  // rank sends through collectives per step. zero_stage and world_size from the arm's config.
+  MemoryAccounting memory;
+  double comm_bytes_per_step = NAN;
+  int64_t zero_stage = 0, world_size = 1;
   std::map<std::string, double> phase_share;  // median over the timing repeats (share of the step)
   std::map<std::string, double> phase_ms;     // median over the timing repeats (ms per step)
   std::string bound;                          // "compute-bound" | "input-bound" | "comm-bound"
@@ -64,7 +69,10 @@ struct SeedBand {
 };
 
 struct Alignment {
-  std::string klass = "exact";  // "exact" | "approximate"
+  // "exact" | "approximate" | "workload" (a workload change: harness/compare/workload_change.h,
+  // which has no alignment verdict: applicable = false).
+  std::string klass = "exact";
+  bool applicable = true;
   int64_t check_step = 0;
   double baseline_loss = 0, variant_loss = 0;
   double abs_diff = 0;
@@ -113,6 +121,8 @@ struct CompareResult {
   std::string mode = "ab";                 // "ab" | "golden"
   std::vector<config::Change> changes;     // every changed key
   std::vector<std::string> changed_knobs;  // the keys that are optimizations / faults
+  // Where the alignment class came from (golden mode: the variant's own knobs).
+  std::string klass_source;
   std::vector<std::string> warnings;       // e.g. "one optimization at a time"
   gate::Policy policy;
   std::string policy_source;  // where the policy came from
@@ -124,6 +134,9 @@ struct CompareResult {
   struct {
     Delta tokens_per_sec_pct, mfu_pts, p50_ms_pct, p99_ms_pct;
     std::optional<double> memory_pct;  // peak memory change, percent
+    // Memory per rank, percent change (harness/compare/memory_per_rank.h); unset when unknown.
+    std::optional<double> param_bytes_per_rank_pct, grad_bytes_per_rank_pct,
+        optimizer_state_bytes_per_rank_pct, comm_bytes_per_step_pct;
   } delta;
   Breakdown breakdown;
   std::vector<Check> checks;

@@ -77,6 +77,12 @@ json arm_json(const ArmResult& a) {
             {"p99", number(a.step_ms.p99)},
             {"mean", number(a.step_ms.mean)}}},
           {"peak_memory_bytes", a.peak_memory_bytes},
+          {"param_bytes_per_rank", a.memory.param_bytes_per_rank},
+          {"grad_bytes_per_rank", a.memory.grad_bytes_per_rank},
+          {"optimizer_state_bytes_per_rank", a.memory.optimizer_state_bytes_per_rank},
+          {"comm_bytes_per_step", number(a.comm_bytes_per_step)},
+          {"zero_stage", a.zero_stage},
+          {"world_size", a.world_size},
           {"phase_share", phases},
           {"phase_ms", ms_map(a.phase_ms)},
           {"bound", a.bound},
@@ -115,7 +121,8 @@ json alignment_json(const Alignment& a) {
           {"variant_loss", number(a.variant_loss)},
           {"abs_diff", number(a.abs_diff)},
           {"tolerance", number(a.tolerance)},
-          {"aligned", a.aligned},
+          {"aligned", a.applicable ? json(a.aligned) : json(nullptr)},
+          {"applicable", a.applicable},
           {"first_divergent_step",
            a.first_divergent_step == 0 ? json(nullptr) : json(a.first_divergent_step)},
           {"max_abs_diff", number(a.max_abs_diff)},
@@ -143,11 +150,16 @@ json policy_json(const gate::Policy& p) {
 }  // namespace
 
 json to_json(const CompareResult& r) {
-  json delta = {{"tokens_per_sec_pct", delta_json(r.delta.tokens_per_sec_pct)},
-                {"mfu_pts", delta_json(r.delta.mfu_pts)},
-                {"p50_ms_pct", delta_json(r.delta.p50_ms_pct)},
-                {"p99_ms_pct", delta_json(r.delta.p99_ms_pct)},
-                {"memory_pct", opt(r.delta.memory_pct)}};
+  json delta = {
+      {"tokens_per_sec_pct", delta_json(r.delta.tokens_per_sec_pct)},
+      {"mfu_pts", delta_json(r.delta.mfu_pts)},
+      {"p50_ms_pct", delta_json(r.delta.p50_ms_pct)},
+      {"p99_ms_pct", delta_json(r.delta.p99_ms_pct)},
+      {"memory_pct", opt(r.delta.memory_pct)},
+      {"param_bytes_per_rank_pct", opt(r.delta.param_bytes_per_rank_pct)},
+      {"grad_bytes_per_rank_pct", opt(r.delta.grad_bytes_per_rank_pct)},
+      {"optimizer_state_bytes_per_rank_pct", opt(r.delta.optimizer_state_bytes_per_rank_pct)},
+      {"comm_bytes_per_step_pct", opt(r.delta.comm_bytes_per_step_pct)}};
   json changes = json::array();
   for (const auto& c : r.changes)
     changes.push_back({{"key", c.key}, {"baseline", c.before}, {"variant", c.after}});
@@ -163,6 +175,7 @@ json to_json(const CompareResult& r) {
           {"variant", arm_json(r.variant)},
           {"delta", delta},
           {"changed_knobs", r.changed_knobs},
+          {"class_source", r.klass_source},
           {"changes", changes},
           {"warnings", r.warnings},
           {"checks", checks},
