@@ -6,6 +6,7 @@
 
 #include "harness/compare/analysis.h"
 #include "harness/exit_codes.h"
+#include "harness/external/external_config.h"
 #include "harness/util/process.h"
 
 namespace lockstep::compare {
@@ -62,6 +63,12 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     auto knobs = classify_changes(p.changes, vcfg.str("run.device"));
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
+    // A declared alignment ([gate] alignment) overrides the knob classes; an external trainer's
+    // keys say nothing about its math, so its arms align exactly unless the variant says otherwise.
+    if (p.policy.alignment)
+      p.klass = *p.policy.alignment;
+    else if (external::is_external(bcfg) || external::is_external(vcfg))
+      p.klass = "exact";
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
     if (p.changes.empty())
       p.warnings.push_back("the configs are identical: this is an A/A comparison");

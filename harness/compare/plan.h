@@ -36,7 +36,7 @@ struct ComparisonPlan {
   std::string policy_source;
   std::vector<config::Change> changes;  // A/B mode: every changed key
   std::vector<std::string> changed_knobs;
-  std::string klass = "exact";          // "exact" | "approximate": how the loss is judged
+  std::string klass = "exact";          // "exact" | "approximate" | "none": how the loss is judged
   std::vector<std::string> warnings;    // known before any run (too few repeats, A/A, knobs)
   std::string golden_file;              // golden mode: the `step loss` file ...
   std::vector<double> golden_curve;     // ... and its curve (index 0 = step 1)

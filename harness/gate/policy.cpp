@@ -44,6 +44,12 @@ const config::SectionSchema& gate_schema() {
               .range(-1e6, 100)
               .kind(Knob::None)
               .unset_by_default(),
+          KeySpec::Str("alignment", std::nullopt,
+                       "how the loss must align: exact | approximate (seed band) | none "
+                       "(unset: from the changed keys' classes; an external arm: exact)")
+              .one_of({"exact", "approximate", "none"})
+              .kind(Knob::None)
+              .unset_by_default(),
       },
       nullptr,
   };
@@ -73,6 +79,7 @@ Policy Policy::from(const config::Config& c) {
   if (c.has_value("gate.min_speedup_pct")) p.min_speedup_pct = c.number("gate.min_speedup_pct");
   if (c.has_value("gate.min_memory_saving_pct"))
     p.min_memory_saving_pct = c.number("gate.min_memory_saving_pct");
+  if (c.has_value("gate.alignment")) p.alignment = c.str("gate.alignment");
   return p;
 }
 
@@ -86,6 +93,7 @@ std::string Policy::describe() const {
     o << "tokens/s: significant speed-up of at least " << *min_speedup_pct << "%\n";
   if (min_memory_saving_pct)
     o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
+  if (alignment) o << "loss alignment declared: " << *alignment << "\n";
   o << "every reported value finite\n"
     << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
     << " per arm, 95% bootstrap CIs ("

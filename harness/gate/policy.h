@@ -21,6 +21,9 @@ struct Policy {
   double max_slowdown_pct = 0;
   std::optional<double> min_speedup_pct;
   std::optional<double> min_memory_saving_pct;
+  // How the variant's loss must align, when the variant declares it: "exact" | "approximate" |
+  // "none". Unset: from the knob classes of the changed keys (an external arm: "exact").
+  std::optional<std::string> alignment;
 
   static Policy from(const config::Config& cfg);
   std::string describe() const;  // one line per rule, for the reports
