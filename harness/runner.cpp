@@ -161,7 +161,7 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
   for (const auto& [k, v] : summary.phase_ms_mean) phases = phases || v > 0;
   if (!phases) summary.bound = "unknown";
   folder.write_summary(summary);
-  return finish_run(req, cfg, out, summary, o.records, "external trainer");
+  return finish_run(req, cfg, out, summary, o.records, "lockstep");
 }
 
 }  // namespace

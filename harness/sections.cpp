@@ -22,6 +22,7 @@ const std::vector<const SectionSchema*>& all_sections() {
   // Order matters for finalize: a section may read keys that earlier sections resolved.
   static const std::vector<const SectionSchema*> sections{
       &run_schema(),
+      &external::external_schema(),  // before [profile]: an external arm profiles nothing
       &workloads::model_schema(),
       &dist::parallel_schema(),
       &workloads::data_schema(),
@@ -33,7 +34,6 @@ const std::vector<const SectionSchema*>& all_sections() {
       &train::profile_schema(),
       &train::faults_schema(),
       &gate::gate_schema(),
-      &external::external_schema(),
   };
   return sections;
 }

@@ -34,12 +34,20 @@ bool env_name_ok(const std::string& k) {
 void finalize(config::Config& c) {
   const auto& cmd = c.strings("external.command");
   if (cmd.empty()) {  // Lockstep's own trainer: the other keys would be silently ignored
-    for (const char* k : {"external.workdir", "external.env", "external.flops_per_token",
-                          "external.timeout_s"})
-      if (c.is_set(k))
-        c.fail(k, std::string(k) + " is set but external.command is empty (no external trainer)");
+    const bool set[] = {c.has_value("external.workdir"), !c.table("external.env").empty(),
+                        c.has_value("external.flops_per_token"),
+                        c.number("external.timeout_s") != 0};
+    const char* keys[] = {"external.workdir", "external.env", "external.flops_per_token",
+                          "external.timeout_s"};
+    for (size_t i = 0; i < 4; ++i)
+      if (set[i])
+        c.fail(keys[i], std::string(keys[i]) +
+                            " is set but external.command is empty (no external trainer)");
     return;
   }
+  // Lockstep profiles only its own trainer: an external arm sets no steps aside for it (they
+  // would only be untimed steps).
+  if (c.integer("profile.window") != 0) c.resolve("profile.window", int64_t{0}, "external.command");
   if (cmd[0].empty()) c.fail("external.command", "the first element (the program) is empty");
   for (const auto& arg : cmd)
     if (auto err = placeholder_error(arg)) c.fail("external.command", *err);

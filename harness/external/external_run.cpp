@@ -153,7 +153,10 @@ class Watch {
       step_ms_.push_back(s.record.step_ms);
       last_line_ = Clock::now();
       if (!std::isfinite(s.record.loss)) {
-        fail("nonfinite", "non-finite loss at step " + std::to_string(s.record.step), s.record.step);
+        fail("nonfinite",
+             "external trainer: non-finite loss at step " + std::to_string(s.record.step) +
+                 " (metrics line " + std::to_string(line.number) + ")",
+             s.record.step);
         return false;
       }
     }
@@ -167,7 +170,7 @@ class Watch {
     if (st.code != 0 || st.signaled) {
       const std::string last = util::last_nonempty_line(trainer_log(out_));
       return fail("failed",
-                  "external trainer " + st.describe() + " " + after +
+                  "external trainer failed (" + st.describe() + ") " + after +
                       (last.empty() ? "" : ": " + last) + " (log: " +
                       fs::absolute(trainer_log(out_)).string() + ")",
                   last_step() + 1);

@@ -58,8 +58,14 @@ const config::SectionSchema& gate_schema() {
 
 ResolvedPolicy resolve_policy(const std::string& policy_file, const config::Config& variant,
                               const std::string& variant_path) {
-  if (!policy_file.empty())
-    return {Policy::from(config::Config::load(policy_file)), "--policy " + policy_file};
+  if (!policy_file.empty()) {
+    // alignment is the variant's statement about its own math, not a threshold: a policy file
+    // that leaves it unset keeps the variant's.
+    auto p = Policy::from(config::Config::load(policy_file));
+    if (!p.alignment && variant.has_value("gate.alignment"))
+      p.alignment = variant.str("gate.alignment");
+    return {p, "--policy " + policy_file};
+  }
   bool custom = false;
   for (const auto& k : gate_schema().keys) custom = custom || variant.is_set("gate." + k.name);
   return {Policy::from(variant), custom ? "[gate] of " + variant_path : "defaults"};

@@ -33,7 +33,8 @@ const config::SectionSchema& gate_schema();
 
 // The policy a comparison applies and where it came from, as the reports print it:
 // `--policy FILE` when one is given, else the variant's [gate] (which inherits the baseline's)
-// "[gate] of VARIANT" when any gate key is set, else "defaults".
+// "[gate] of VARIANT" when any gate key is set, else "defaults". A policy file that leaves
+// `alignment` unset keeps the variant's.
 struct ResolvedPolicy {
   Policy policy;
   std::string source;
