@@ -51,9 +51,9 @@ void print_run_summary(std::ostream& os, const RunSummary& s, const std::filesys
   }
   os << "(" << s.bound << ")\n";
   os << "  peak memory     "
-     << (s.peak_memory_bytes > 0 ? human_bytes(static_cast<double>(s.peak_memory_bytes))
-                                 : std::string("not reported"))
-     << " tensors, " << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
+     << (s.peak_memory_bytes > 0 ? human_bytes(static_cast<double>(s.peak_memory_bytes)) + " tensors"
+                                 : std::string("tensors not reported"))
+     << ", " << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
   os << "  outputs         " << out.string() << "/{metrics.jsonl,summary.json,config.toml}\n";
 }
 

@@ -78,7 +78,7 @@ class Watch {
     fs::create_directories(trainer_metrics(out_).parent_path());
     fs::remove(trainer_metrics(out_));  // never a previous run's lines
 
-    observer_.on_start(1, opts_.stop_after > 0 ? std::min(opts_.stop_after, steps_) : steps_);
+    observer_.on_start(1, target());
     try {
       proc_ = std::make_unique<TrainerProcess>(argv, env, ext.workdir, trainer_log(out_));
     } catch (const StartError& e) {
