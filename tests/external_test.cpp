@@ -336,7 +336,7 @@ TEST(ExternalRun, LockstepRunAsAnExternalCommandGivesTheSameCurve) {
 TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
   TempDir tmp;
   auto r = run_lockstep({"compare", "examples/external/baseline.toml",
-                         "examples/external/bf16.toml", "--steps", "40", "--policy",
+                         "examples/external/bf16.toml", "--steps", "30", "--policy",
                          "tests/external/values_only_policy.toml", "--out", tmp / "c",
                          "--no-history"},
                         tmp.path(), 1200);
@@ -353,8 +353,8 @@ TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
   const fs::path arms = tmp.path() / "c" / "arms";
   const auto b = losses(arms / "baseline" / "metrics.jsonl"),
              v = losses(arms / "variant" / "metrics.jsonl");
-  ASSERT_EQ(b.size(), 40u);
-  ASSERT_EQ(v.size(), 40u);
+  ASSERT_EQ(b.size(), 30u);
+  ASSERT_EQ(v.size(), 30u);
   EXPECT_NE(b, v);
   EXPECT_LT(std::fabs(b.back() - v.back()), 0.05);
   EXPECT_LT(b.back(), b.front() - 0.5);  // it learns: from ~ln(128) = 4.85
