@@ -37,6 +37,11 @@ set(LOCKSTEP_CORE_SOURCES
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp
+  harness/external/external_config.cpp
+  harness/external/placeholders.cpp
+  harness/external/metrics_reader.cpp
+  harness/external/trainer_process.cpp
+  harness/external/external_run.cpp
   reports/run_console.cpp
   reports/run_progress.cpp
   reports/text.cpp

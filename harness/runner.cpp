@@ -11,6 +11,8 @@
 #include "harness/dist/launcher.h"
 #include "harness/dist/rendezvous.h"
 #include "harness/exit_codes.h"
+#include "harness/external/external_config.h"
+#include "harness/external/external_run.h"
 #include "harness/history/store.h"
 #include "harness/peak.h"
 #include "harness/registry/catalog.h"
@@ -88,6 +90,82 @@ class Observers final : public train::StepObserver {
   std::vector<train::StepObserver*> list_;
 };
 
+// What every finished run does on rank 0 once its summary is written: record it in the history,
+// write --export-losses, print the summary; the exit code from its status.
+int finish_run(const RunRequest& req, const config::Config& cfg, const fs::path& out,
+               const RunSummary& summary, const std::vector<StepRecord>& records,
+               const std::string& who) {
+  if (!req.no_history) {  // a history failure is a warning, never the run's exit code
+    std::vector<double> curve;
+    for (const auto& r : records) curve.push_back(r.loss);
+    const auto db = history::resolve_path(req.history);
+    const std::string err =
+        history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
+    if (!err.empty())
+      std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
+  }
+  if (!req.export_losses.empty()) {
+    std::string text;
+    char buf[64];
+    for (const auto& r : records) {
+      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
+      text += buf;
+    }
+    util::write_atomic(req.export_losses, text);
+  }
+  if (!req.quiet) reports::print_run_summary(std::cout, summary, out);
+  if (summary.status != "ok") {
+    std::cerr << who << ": run failed: " << summary.failure << "\n";
+    return kExitRunFailed;
+  }
+  return kExitPass;
+}
+
+// An arm with an [external] section: its command trains, Lockstep reads and checks what it writes
+// (harness/external/external_run.h) and writes the same run folder as for its own trainer.
+int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
+  if (!req.resume.empty())
+    throw UsageError(req.resume +
+                     ": an external trainer's run cannot be resumed (Lockstep holds no checkpoint "
+                     "of it); start a new run");
+  const auto ext = external::ExternalConfig::from(cfg);
+  if (ext.flops_per_token) ensure_calibration(cfg, req.quiet);
+  const runs::RunFolder folder(out);
+  fs::create_directories(out);
+  folder.write_config(cfg.to_toml());
+
+  runs::MetricsLog log(folder.metrics(0), /*append=*/false);
+  reports::Progress progress(cfg.str("run.name"), cfg.integer("run.log_every"), ::isatty(1));
+  Observers observers;
+  observers.add(&log);
+  if (!req.quiet) observers.add(&progress);
+  auto o = external::run_external(cfg, out, {req.stop_after}, observers);
+
+  PeakFlops peak{std::nullopt, "unknown: external.flops_per_token is not set"};
+  if (ext.flops_per_token)
+    peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+                        static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
+  SummaryInputs in{cfg.str("run.name"), cfg.hash(), ext.flops_per_token.value_or(0), peak.flops,
+                   peak.source};
+  RunSummary base;
+  base.status = o.status;
+  base.failure = o.failure;
+  base.failed_step = o.failed_step;
+  base.peak_memory_bytes = o.peak_memory_bytes;
+  base.peak_rss_bytes = o.peak_rss_bytes;
+  base.env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), 1);
+  base.env["trainer"] = "external";
+  base.env["external_command"] = o.command_line;
+  auto summary = summarize(o.records, in, base);
+  summary.mfu_formula = ext.flops_per_token ? "external.flops_per_token (declared by the config)"
+                                            : "unknown: external.flops_per_token is not set";
+  bool phases = false;  // a trainer that reports no phase times has no breakdown to classify
+  for (const auto& [k, v] : summary.phase_ms_mean) phases = phases || v > 0;
+  if (!phases) summary.bound = "unknown";
+  folder.write_summary(summary);
+  return finish_run(req, cfg, out, summary, o.records, "lockstep");
+}
+
 }  // namespace
 
 std::vector<config::FlagOverride> request_flags(const RunRequest& req) {
@@ -127,6 +205,8 @@ int run_training(const RunRequest& req) {
     throw UsageError(out.string() +
                      " already holds a run (config.toml); choose another --out, remove it, or "
                      "--resume it");
+
+  if (external::is_external(cfg)) return run_external_arm(req, cfg, out);
 
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);
@@ -215,30 +295,12 @@ int run_training(const RunRequest& req) {
   // A resumed run's summary covers the whole curve: earlier steps come from the log.
   auto records = req.resume.empty() ? outcome.records : runs::read_metrics(metrics);
   auto summary = write_summary(outcome, records);
-  if (rank0 && !req.no_history) {  // a history failure is a warning, never the run's exit code
-    std::vector<double> curve;
-    for (const auto& r : records) curve.push_back(r.loss);
-    const auto db = history::resolve_path(req.history);
-    const std::string err =
-        history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
-    if (!err.empty())
-      std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
-  }
-  if (rank0 && !req.export_losses.empty()) {
-    std::string text;
-    char buf[64];
-    for (const auto& r : records) {
-      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
-      text += buf;
-    }
-    util::write_atomic(req.export_losses, text);
-  }
-  if (rank0 && !req.quiet) reports::print_run_summary(std::cout, summary, out);
-  if (outcome.status != "ok") {
+  if (!rank0) {
+    if (outcome.status == "ok") return kExitPass;
     std::cerr << "rank " << who.rank << ": run failed: " << outcome.failure << "\n";
     return kExitRunFailed;
   }
-  return kExitPass;
+  return finish_run(req, cfg, out, summary, records, "rank 0");
 }
 
 }  // namespace lockstep

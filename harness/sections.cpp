@@ -4,6 +4,7 @@
 // knows no component.
 #include "harness/config/schema.h"
 #include "harness/dist/parallel_config.h"
+#include "harness/external/external_config.h"
 #include "harness/gate/policy.h"
 #include "harness/registry/catalog.h"
 #include "harness/train/checkpoint_config.h"
@@ -22,6 +23,7 @@ const std::vector<const SectionSchema*>& all_sections() {
   // Order matters for finalize: a section may read keys that earlier sections resolved.
   static const std::vector<const SectionSchema*> sections{
       &run_schema(),
+      &external::external_schema(),  // before [profile]: an external arm profiles nothing
       &workloads::model_schema(),
       &dist::parallel_schema(),
       &workloads::data_schema(),

@@ -39,15 +39,21 @@ void print_run_summary(std::ostream& os, const RunSummary& s, const std::filesys
                 s.step_ms.p95, s.step_ms.p99);
   os << buf;
   os << "  time            ";
+  bool phases = false;  // an external trainer may report none
+  for (const auto& [k, v] : s.phase_share) phases = phases || v > 0;
+  if (!phases) os << "no phase times reported  ";
   for (const auto& p : phase_names()) {
+    if (!phases) break;
     auto it = s.phase_share.find(p);
     std::snprintf(buf, sizeof buf, "%s %.0f%%  ", p.c_str(),
                   it == s.phase_share.end() ? 0.0 : 100 * it->second);
     os << buf;
   }
   os << "(" << s.bound << ")\n";
-  os << "  peak memory     " << human_bytes(static_cast<double>(s.peak_memory_bytes))
-     << " tensors, " << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
+  os << "  peak memory     "
+     << (s.peak_memory_bytes > 0 ? human_bytes(static_cast<double>(s.peak_memory_bytes)) + " tensors"
+                                 : std::string("tensors not reported"))
+     << ", " << human_bytes(static_cast<double>(s.peak_rss_bytes)) << " RSS\n";
   os << "  outputs         " << out.string() << "/{metrics.jsonl,summary.json,config.toml}\n";
 }
 

@@ -100,6 +100,12 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
           a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
           sb.half_width, band->losses.size(),
           a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
+  } else if (klass == "none") {  // declared by the variant ([gate] alignment): shown, not judged
+    a.aligned = true;
+    std::snprintf(buf, sizeof buf,
+                  "not checked ([gate] alignment = \"none\"): |delta| %.2e at step %lld (%s vs %s)",
+                  a.abs_diff, static_cast<long long>(a.check_step), a.baseline_rounded.c_str(),
+                  a.variant_rounded.c_str());
   } else {
     a.aligned = a.equal_to_3dp;
     std::snprintf(

@@ -7,6 +7,7 @@
 #include "harness/compare/analysis.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/exit_codes.h"
+#include "harness/external/external_config.h"
 #include "harness/util/process.h"
 
 namespace lockstep::compare {
@@ -85,7 +86,15 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
     p.workload_changes = knobs.workload;
-    if (!knobs.workload.empty()) p.klass = "workload";  // no alignment verdict; still timed
+    // How the loss is judged: a declared alignment ([gate] alignment) is the user's contract and
+    // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
+    // external trainer's keys say nothing about its math, so its arms align exactly.
+    if (p.policy.alignment)
+      p.klass = *p.policy.alignment;
+    else if (!knobs.workload.empty())
+      p.klass = "workload";
+    else if (external::is_external(bcfg) || external::is_external(vcfg))
+      p.klass = "exact";
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
     if (p.changes.empty())
       p.warnings.push_back("the configs are identical: this is an A/A comparison");

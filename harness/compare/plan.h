@@ -36,7 +36,7 @@ struct ComparisonPlan {
   std::string policy_source;
   std::vector<config::Change> changes;  // A/B mode: every changed key
   std::vector<std::string> changed_knobs;
-  std::string klass = "exact";  // "exact" | "approximate" | "workload": how the loss is judged
+  std::string klass = "exact";  // "exact" | "approximate" | "workload" | "none": how the loss is judged
   std::vector<std::string> workload_changes;  // the changed keys that change the workload itself
   std::string klass_source;  // where klass came from (golden mode: harness/compare/golden_mode.h)
   std::vector<std::string> warnings;    // known before any run (too few repeats, A/A, knobs)

@@ -256,6 +256,19 @@ class Loader {
         v = std::move(list);
         break;
       }
+      case Type::StrTable: {
+        const auto* tab = node.as_table();
+        if (!tab) throw wrong(type_of(node));
+        StrTable table;
+        for (auto&& [k, e] : *tab) {
+          if (!e.is_string())
+            throw ConfigError(loc_of(k.source(), at.file), dotted + "." + std::string(k.str()),
+                              "expected a string, got " + type_of(e));
+          table[std::string(k.str())] = e.as_string()->get();
+        }
+        v = std::move(table);
+        break;
+      }
     }
     check_range(*spec, dotted, v, at);
     cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false, {}};
@@ -355,6 +368,11 @@ bool Config::flag(const std::string& key) const {
   const Value& v = value(key);
   if (const auto* b = std::get_if<bool>(&v)) return *b;
   throw std::logic_error("config key has no bool value: " + key);
+}
+const StrTable& Config::table(const std::string& key) const {
+  const Value& v = value(key);
+  if (const auto* t = std::get_if<StrTable>(&v)) return *t;
+  throw std::logic_error("config key has no table value: " + key);
 }
 const StrList& Config::strings(const std::string& key) const {
   const Value& v = value(key);

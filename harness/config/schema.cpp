@@ -1,5 +1,7 @@
 #include "harness/config/schema.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -12,6 +14,7 @@ const char* type_name(Type t) {
     case Type::Bool: return "true or false";
     case Type::String: return "a string";
     case Type::StrList: return "an array of strings";
+    case Type::StrTable: return "a table of strings";
   }
   return "?";
 }
@@ -27,6 +30,18 @@ std::string format_value(const Value& v) {
     std::string s(buf, r.ptr);
     if (s.find_first_of(".eE") == std::string::npos) s += ".0";
     return s;
+  }
+  if (const auto* t = std::get_if<StrTable>(&v)) {  // an inline table, keys in order
+    if (t->empty()) return "{}";
+    std::string out = "{ ";
+    for (const auto& [k, e] : *t) {
+      const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      });
+      out += (out.size() > 2 ? ", " : "") + (bare ? k : format_value(Value(k))) + " = " +
+             format_value(Value(e));
+    }
+    return out + " }";
   }
   if (const auto* l = std::get_if<StrList>(&v)) {
     std::string out = "[";
@@ -81,6 +96,11 @@ KeySpec KeySpec::Strings(std::string name, StrList def, std::string doc) {
   k.name = std::move(name), k.type = Type::StrList, k.doc = std::move(doc), k.def = std::move(def);
   return k;
 }
+KeySpec KeySpec::Table(std::string name, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::StrTable, k.doc = std::move(doc), k.def = StrTable{};
+  return k;
+}
 KeySpec&& KeySpec::range(std::optional<double> lo, std::optional<double> hi) && {
   min = lo, max = hi;
   return std::move(*this);
@@ -120,6 +140,7 @@ std::string keys_markdown() {
       case Type::Bool: return "bool";
       case Type::String: return "string";
       case Type::StrList: return "strings";
+      case Type::StrTable: return "table";
     }
     return "?";
   };

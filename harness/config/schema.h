@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -15,12 +16,13 @@ namespace lockstep::config {
 
 class Config;
 
-// A config value: a scalar, or a list of strings. monostate = "no value" (a key with no default
-// that was not set).
+// A config value: a scalar, a list of strings, or a table of strings (`env = { KEY = "v" }`).
+// monostate = "no value" (a key with no default that was not set).
 using StrList = std::vector<std::string>;
-using Value = std::variant<std::monostate, int64_t, double, bool, std::string, StrList>;
+using StrTable = std::map<std::string, std::string>;
+using Value = std::variant<std::monostate, int64_t, double, bool, std::string, StrList, StrTable>;
 
-enum class Type { Int, Float, Bool, String, StrList };
+enum class Type { Int, Float, Bool, String, StrList, StrTable };
 
 const char* type_name(Type t);
 // TOML-formatted value: strings quoted, floats always with a '.' or exponent.
@@ -56,6 +58,7 @@ struct KeySpec {
   static KeySpec Bool(std::string name, bool def, std::string doc);
   static KeySpec Str(std::string name, std::optional<std::string> def, std::string doc);
   static KeySpec Strings(std::string name, StrList def, std::string doc);
+  static KeySpec Table(std::string name, std::string doc);  // default: the empty table
   KeySpec&& range(std::optional<double> lo, std::optional<double> hi) &&;
   KeySpec&& one_of(std::vector<std::string> c) &&;
   KeySpec&& kind(Knob k) &&;

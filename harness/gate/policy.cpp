@@ -44,6 +44,12 @@ const config::SectionSchema& gate_schema() {
               .range(-1e6, 100)
               .kind(Knob::None)
               .unset_by_default(),
+          KeySpec::Str("alignment", std::nullopt,
+                       "how the loss must align: exact | approximate (seed band) | none "
+                       "(unset: from the changed keys' classes; an external arm: exact)")
+              .one_of({"exact", "approximate", "none"})
+              .kind(Knob::None)
+              .unset_by_default(),
       },
       nullptr,
   };
@@ -52,8 +58,14 @@ const config::SectionSchema& gate_schema() {
 
 ResolvedPolicy resolve_policy(const std::string& policy_file, const config::Config& variant,
                               const std::string& variant_path) {
-  if (!policy_file.empty())
-    return {Policy::from(config::Config::load(policy_file)), "--policy " + policy_file};
+  if (!policy_file.empty()) {
+    // alignment is the variant's statement about its own math, not a threshold: a policy file
+    // that leaves it unset keeps the variant's.
+    auto p = Policy::from(config::Config::load(policy_file));
+    if (!p.alignment && variant.has_value("gate.alignment"))
+      p.alignment = variant.str("gate.alignment");
+    return {p, "--policy " + policy_file};
+  }
   bool custom = false;
   for (const auto& k : gate_schema().keys) custom = custom || variant.is_set("gate." + k.name);
   return {Policy::from(variant), custom ? "[gate] of " + variant_path : "defaults"};
@@ -73,6 +85,7 @@ Policy Policy::from(const config::Config& c) {
   if (c.has_value("gate.min_speedup_pct")) p.min_speedup_pct = c.number("gate.min_speedup_pct");
   if (c.has_value("gate.min_memory_saving_pct"))
     p.min_memory_saving_pct = c.number("gate.min_memory_saving_pct");
+  if (c.has_value("gate.alignment")) p.alignment = c.str("gate.alignment");
   return p;
 }
 
@@ -86,6 +99,7 @@ std::string Policy::describe() const {
     o << "tokens/s: significant speed-up of at least " << *min_speedup_pct << "%\n";
   if (min_memory_saving_pct)
     o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
+  if (alignment) o << "loss alignment declared: " << *alignment << "\n";
   o << "every reported value finite\n"
     << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
     << " per arm, 95% bootstrap CIs ("

@@ -21,6 +21,9 @@ struct Policy {
   double max_slowdown_pct = 0;
   std::optional<double> min_speedup_pct;
   std::optional<double> min_memory_saving_pct;
+  // How the variant's loss must align, when the variant declares it: "exact" | "approximate" |
+  // "none". Unset: from the knob classes of the changed keys (an external arm: "exact").
+  std::optional<std::string> alignment;
 
   static Policy from(const config::Config& cfg);
   std::string describe() const;  // one line per rule, for the reports
@@ -30,7 +33,8 @@ const config::SectionSchema& gate_schema();
 
 // The policy a comparison applies and where it came from, as the reports print it:
 // `--policy FILE` when one is given, else the variant's [gate] (which inherits the baseline's)
-// "[gate] of VARIANT" when any gate key is set, else "defaults".
+// "[gate] of VARIANT" when any gate key is set, else "defaults". A policy file that leaves
+// `alignment` unset keeps the variant's.
 struct ResolvedPolicy {
   Policy policy;
   std::string source;

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A short nanoGPT-style training run that reports to Lockstep as an external trainer.
+
+A GPT (token + position embeddings, pre-LayerNorm blocks of causal self-attention and a GELU MLP,
+weight-tied head) trained with AdamW, linear warmup then cosine decay, on a synthetic Markov
+stream that is a pure function of the seed. One JSON line per step goes to --metrics, in
+Lockstep's metrics protocol (README "An external trainer"): step, loss, step_ms, tokens, and the
+optional grad_norm, lr and phase times.
+
+    python3 train.py --seed 1234 --steps 60 --metrics m.jsonl [--dtype fp32|bf16]
+
+--dtype bf16 runs forward and backward under CPU autocast (master weights and AdamW stay fp32),
+the optimization examples/external/bf16.toml gates. Debian's python3-torch (1.13) is enough.
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)  # (B, T, C) each
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)  # (B, H, T, T)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, T, d, layers, heads):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("proj.weight", "out.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx, targets):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.ln(x) @ self.tok.weight.t()  # (B, T, V), tied head
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def markov_batch(succ, g, B, T):
+    """B sequences of T+1 tokens: each token's successor is one of `fanout` drawn with p ~ 2^-k."""
+    V, fanout = succ.shape
+    probs = torch.tensor([2.0 ** -k for k in range(fanout)])
+    seq = torch.empty(B, T + 1, dtype=torch.long)
+    seq[:, 0] = torch.randint(V, (B,), generator=g)
+    for t in range(T):
+        pick = torch.multinomial(probs.expand(B, fanout), 1, generator=g).squeeze(1)
+        seq[:, t + 1] = succ[seq[:, t], pick]
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--metrics", default=os.environ.get("LOCKSTEP_METRICS", "metrics.jsonl"))
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    args = ap.parse_args()
+
+    torch.set_num_threads(1)  # a fixed thread count: part of determinism
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(args.seed)
+    model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads)
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    rest = [p for p in model.parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    g = torch.Generator().manual_seed(args.seed)
+    succ = torch.randint(args.vocab, (args.vocab, 4), generator=g)  # the data's Markov chain
+    warmup, min_lr = max(1, args.steps // 10), args.lr / 10
+
+    with open(args.metrics, "w") as out:
+        for step in range(1, args.steps + 1):
+            t0 = time.perf_counter()
+            x, y = markov_batch(succ, g, args.batch, args.seq)
+            t1 = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+                loss = model(x, y)
+            t2 = time.perf_counter()
+            loss.backward()
+            t3 = time.perf_counter()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
+            progress = max(0.0, (step - warmup) / max(1, args.steps - warmup))
+            lr = args.lr * step / warmup if step <= warmup else min_lr + 0.5 * (args.lr - min_lr) * (1 + math.cos(math.pi * progress))
+            for group in opt.param_groups:
+                group["lr"] = lr
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            value = loss.item()
+            t4 = time.perf_counter()
+            line = {"step": step, "loss": value if math.isfinite(value) else None,
+                    "step_ms": (t4 - t0) * 1e3, "tokens": args.batch * args.seq,
+                    "grad_norm": grad_norm if math.isfinite(grad_norm) else None, "lr": lr,
+                    "data_ms": (t1 - t0) * 1e3, "forward_ms": (t2 - t1) * 1e3,
+                    "backward_ms": (t3 - t2) * 1e3, "optimizer_ms": (t4 - t3) * 1e3}
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+// An external arm's run: starts the [external] command with its placeholders expanded, reads the
+// metrics file it writes while it runs (harness/external/metrics_reader.h), hands each validated
+// step to the observers (the run folder's metrics.jsonl, the progress display), and watches it:
+// run.step_timeout_s and run.step_timeout_factor between two lines (the watchdog), and
+// external.timeout_s for the whole run. It never throws for a failed trainer: the outcome says
+// what went wrong, in one line.
+//
+// Files, in the arm's run folder OUT:
+//   OUT/external/metrics.jsonl   what the trainer writes ({metrics}, $LOCKSTEP_METRICS), kept as is
+//   OUT/external/trainer.log     the trainer's stdout and stderr
+// The runner (harness/runner.cpp) writes OUT/config.toml, OUT/metrics.jsonl and OUT/summary.json,
+// as for Lockstep's own trainer, so compare, bisect, diagnose and the history read it unchanged.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness/config/config.h"
+#include "harness/train/trainer.h"
+
+namespace lockstep::external {
+
+struct ExternalOutcome {
+  std::string status = "ok";  // "ok" | "failed" | "nonfinite" | "hang", as summary.json says
+  std::string failure;        // one line when status != "ok"
+  int64_t failed_step = 0;
+  std::vector<StepRecord> records;  // every validated step, `timed` set
+  int64_t peak_memory_bytes = 0;    // the largest the trainer reported (0: none)
+  int64_t peak_rss_bytes = 0;       // the trainer process's high-water mark (0: unknown)
+  std::string command_line;         // the command as run (placeholders expanded)
+};
+
+struct ExternalRunOptions {
+  int64_t stop_after = 0;  // stop the trainer once it has written this step (0: run it all)
+};
+
+// The files of an external run inside its run folder.
+std::filesystem::path trainer_metrics(const std::filesystem::path& out);
+std::filesystem::path trainer_log(const std::filesystem::path& out);
+
+ExternalOutcome run_external(const config::Config& cfg, const std::filesystem::path& out,
+                             const ExternalRunOptions& opts, train::StepObserver& observer);
+
+}  // namespace lockstep::external
