@@ -19,7 +19,7 @@ GoldenClass golden_knob_class(const config::Config& variant) {
     for (const auto& w : k.workload) workload = workload || w == key;
     if (!workload) g.knobs.push_back(key);
   }
-  g.source = "golden mode has no baseline config: the knob class (" + g.klass +
+  g.source = "the knob class (" + g.klass +
              ") comes from the variant's own knobs against the defaults (" +
              (g.knobs.empty() ? std::string("none differ") : key_list(g.knobs)) + ")";
   return g;
