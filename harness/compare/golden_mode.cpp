@@ -11,7 +11,7 @@ namespace lockstep::compare {
 GoldenClass golden_knob_class(const config::Config& variant) {
   const auto defaults = config::Config::parse("", "<defaults>");
   const auto changes = config::diff(defaults, variant);
-  const KnobReport k = classify_changes(changes, variant.str("run.device"));
+  const KnobReport k = classify_changes(changes);
   GoldenClass g;
   g.klass = k.klass;
   for (const auto& key : k.optimizations) {

@@ -105,6 +105,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     p.changed_knobs = g.knobs;
     p.klass_source = g.source;
   }
+  if (p.policy.alignment)
+    p.klass_source = "the knob class (" + *p.policy.alignment +
+                     ") is the one the variant declares ([gate] alignment)";
+  if (p.policy.alignment && p.mode == "golden") p.klass = *p.policy.alignment;
   p.parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
 
   const fs::path arms = fs::path(req.out_dir) / "arms";
