@@ -143,7 +143,7 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
 
   PeakFlops peak{std::nullopt, "unknown: external.flops_per_token is not set"};
   if (ext.flops_per_token)
-    peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+    peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
                         static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), ext.flops_per_token.value_or(0), peak.flops,
                    peak.source};
