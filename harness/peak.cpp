@@ -89,9 +89,10 @@ void store_cpu_peak(int threads, const std::string& libtorch, const std::string&
   util::write_atomic(calibration_file(), j.dump(2) + "\n");
 }
 
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+PeakFlops resolve_peak(const std::string& device, variants::Compute compute, int threads,
                        const std::string& libtorch) {
   PeakFlops p;
+  const auto& t = variants::traits(compute);
   if (device == "cuda") {
     std::string name;
     if (FILE* f = ::popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null", "r")) {
@@ -100,12 +101,17 @@ PeakFlops resolve_peak(const std::string& device, const std::string& compute, in
       ::pclose(f);
     }
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    p.flops = gpu_table_peak(name, compute);
-    p.source = p.flops ? "datasheet " + compute + " peak of " + name
+    const std::string column = variants::name_of(t.gpu_peak);
+    p.flops = gpu_table_peak(name, column);
+    p.source = p.flops ? "datasheet " + column + " peak of " + name
                        : "unknown GPU \"" + name + "\" (not in the peak table)";
     return p;
   }
-  const std::string dtype = (compute == "tf32") ? "fp32" : compute;  // no TF32 units on CPU
+  if (!t.cpu_peak) {
+    p.source = std::string("unknown: no CPU GEMM peak for ") + t.name;
+    return p;
+  }
+  const std::string dtype = variants::name_of(*t.cpu_peak);
   p.flops = cached_cpu_peak(threads, libtorch, dtype);
   p.source = p.flops ? "calibrated " + dtype + " GEMM peak, " + std::to_string(threads) +
                            " thread(s) (lockstep calibrate)"

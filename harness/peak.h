@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "variants/precision_traits.h"
+
 namespace lockstep {
 
 struct PeakFlops {
@@ -28,9 +30,10 @@ std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch,
 void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype,
                     double flops, const std::string& method);
 
-// Resolves the peak for a run: device "cpu" -> calibration cache (fp32 for fp32/tf32);
-// "cuda" -> the table by the name nvidia-smi reports.
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+// Resolves the peak for a run: device "cpu" -> the calibration cache, for the precision's
+// cpu_peak dtype (fp32 for fp32/tf32; none for fp16); "cuda" -> the table by the name nvidia-smi
+// reports, in the precision's gpu_peak column (variants/precision_traits.h).
+PeakFlops resolve_peak(const std::string& device, variants::Compute compute, int threads,
                        const std::string& libtorch);
 
 }  // namespace lockstep

@@ -15,6 +15,7 @@
 #include "harness/external/external_run.h"
 #include "harness/history/store.h"
 #include "harness/peak.h"
+#include "harness/registry/catalog.h"
 #include "harness/runs/metrics_log.h"
 #include "harness/runs/run_folder.h"
 #include "harness/summary.h"
@@ -33,21 +34,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string compute_dtype(const config::Config& cfg) {
-  return cfg.str("precision.compute");
+variants::Compute compute_of(const config::Config& cfg) {
+  return *variants::parse_compute(cfg.str("precision.compute"));
 }
 
 // CPU MFU needs a calibrated GEMM peak for this thread count; measure it once if missing.
 void ensure_calibration(const config::Config& cfg, bool quiet) {
   if (cfg.str("run.device") != "cpu") return;
   const int threads = static_cast<int>(cfg.integer("run.threads"));
-  std::string dtype = compute_dtype(cfg) == "bf16" ? "bf16" : "fp32";
-  if (compute_dtype(cfg) == "fp16") return;  // no CPU fp16 peak: MFU unknown
+  const auto peak = variants::traits(compute_of(cfg)).cpu_peak;
+  if (!peak) return;  // no CPU GEMM peak for this precision (fp16): MFU unknown
+  const std::string dtype = variants::name_of(*peak);
   if (cached_cpu_peak(threads, compat::torch_version(), dtype)) return;
   if (!quiet)
     std::cout << "calibrating the " << dtype << " GEMM peak for " << threads
               << " thread(s) (once per machine)...\n";
-  auto p = measure_gemm_peak(dtype, threads, 0.5);
+  auto p = measure_gemm_peak(*peak, threads, 0.5);
   store_cpu_peak(threads, compat::torch_version(), dtype, p.flops,
                  "square GEMM " + std::to_string(p.best_n));
 }
@@ -141,7 +143,7 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
 
   PeakFlops peak{std::nullopt, "unknown: external.flops_per_token is not set"};
   if (ext.flops_per_token)
-    peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+    peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
                         static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), ext.flops_per_token.value_or(0), peak.flops,
                    peak.source};
@@ -243,7 +245,7 @@ int run_training(const RunRequest& req) {
   if (rank0 && !req.quiet) observers.add(&progress);
 
   const auto model = workloads::ModelConfig::from(cfg);
-  auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+  auto peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
                            static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
                    peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt,
@@ -262,6 +264,8 @@ int run_training(const RunRequest& req) {
     base.env = o.env;
     base.top_ops = o.top_ops;
     base.profiled_steps = o.profiled_steps;
+    for (const auto& p : registry::plugin_files(cfg))
+      base.plugins.push_back(PluginRef{p.file, p.sha256});
     auto summary = summarize(recs, in, base);
     if (rank0) folder.write_summary(summary);
     return summary;

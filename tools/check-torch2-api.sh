@@ -45,9 +45,10 @@ vh=$inc/torch/csrc/api/include/torch/version.h
 version=$(awk '/define TORCH_VERSION_MAJOR/{ma=$3} /define TORCH_VERSION_MINOR/{mi=$3} END{if(ma!="") print ma "." mi}' "$vh" 2>/dev/null || true)
 echo "LibTorch headers: ${version:-unknown} from $suite"
 
-mapfile -t sources < <(cd "$root" && find harness workloads variants reports -name '*.cpp' | sort)
+# The example plugins too: the plugin header and its examples must build against 2.x.
+mapfile -t sources < <(cd "$root" && find harness workloads variants reports examples/plugins -name '*.cpp' | sort)
 common=(-std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_GLOO -DLOCKSTEP_SOURCE_DIR=\"$root\"
-        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -isystem "$inc" -isystem "$inc/torch/csrc/api/include" -isystem /usr/include/eigen3)
+        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -I"$root/include" -isystem "$inc" -isystem "$inc/torch/csrc/api/include" -isystem /usr/include/eigen3)
 
 # check LABEL EXTRA_FLAGS... -- FILES...: compiles the files in parallel, prints each failure.
 check() {

@@ -17,6 +17,8 @@ const torch::Tensor& causal_bias(int64_t T, const torch::TensorOptions& opts) {
   return m;
 }
 
+}  // namespace
+
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
                              const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention",
@@ -38,13 +40,6 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention", std::vector<c10::IValue>());
   return compat::sdpa_causal(q, k, v);  // (B, H, T, hd)
-}
-
-}  // namespace
-
-workloads::AttentionKernel make_attention(const AttentionConfig& cfg) {
-  if (cfg.impl == "fused") return fused_attention;
-  return math_attention;
 }
 
 }  // namespace lockstep::variants

@@ -1,5 +1,7 @@
 #include "variants/variant_config.h"
 
+#include "harness/registry/catalog.h"
+
 namespace lockstep::variants {
 
 using config::KeySpec;
@@ -14,8 +16,15 @@ const config::SectionSchema& precision_schema() {
           KeySpec::Str(
               "compute", "fp32",
               "fp32 | tf32 (CUDA matmul flag) | bf16 autocast | fp16 autocast + loss scaling")
-              .one_of({"fp32", "tf32", "bf16", "fp16"})
-              .kind(Knob::Approximate),
+              .one_of(names_of(all_computes()))
+              .kind(Knob::Approximate)
+              // tf32 is a no-op on CPU (exact); bf16/fp16 change rounding (approximate: judged
+              // against the seed band). The device is the variant's.
+              .judged_by([](const config::Config& a, const config::Config& b) {
+                return precision_change_knob(*parse_compute(a.str("precision.compute")),
+                                             *parse_compute(b.str("precision.compute")),
+                                             b.str("run.device"));
+              }),
           KeySpec::Float("loss_scale", 65536.0, "fp16: initial dynamic loss scale")
               .range(1, 1e30)
               .kind(Knob::None),
@@ -34,11 +43,9 @@ const config::SectionSchema& attention_schema() {
       "attention",
       "Attention kernel (variants/attention.h).",
       {
-          KeySpec::Str(
-              "impl", "math",
-              "math: softmax(QK^T/sqrt(d))V | fused: LibTorch scaled-dot-product attention")
-              .one_of({"math", "fused"})
-              .kind(Knob::Exact),
+          registry::impl_key(registry::Slot::Attention, "impl", "math",
+                             "math: softmax(QK^T/sqrt(d))V | fused: LibTorch scaled-dot-product "
+                             "attention | a plugin's (`lockstep variants`)"),
       },
       nullptr,
   };
@@ -46,22 +53,8 @@ const config::SectionSchema& attention_schema() {
 }
 
 PrecisionConfig PrecisionConfig::from(const config::Config& c) {
-  return PrecisionConfig{c.str("precision.compute"), c.number("precision.loss_scale"),
+  return PrecisionConfig{*parse_compute(c.str("precision.compute")), c.number("precision.loss_scale"),
                          c.integer("precision.growth_interval")};
-}
-AttentionConfig AttentionConfig::from(const config::Config& c) {
-  return AttentionConfig{c.str("attention.impl")};
-}
-
-config::Knob precision_knob(const std::string& from, const std::string& to,
-                            const std::string& device) {
-  auto rounding = [&](const std::string& p) {
-    if (p == "tf32")
-      return device == "cuda" ? 1 : 0;  // no tensor cores on CPU: the flag is a no-op
-    return p == "fp32" ? 0 : 1;
-  };
-  if (rounding(from) == 0 && rounding(to) == 0) return Knob::Exact;
-  return Knob::Approximate;
 }
 
 }  // namespace lockstep::variants

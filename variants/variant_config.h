@@ -6,27 +6,19 @@
 #include <string>
 
 #include "harness/config/config.h"
+#include "variants/precision_traits.h"
 
 namespace lockstep::variants {
 
 struct PrecisionConfig {
-  std::string compute;          // "fp32" | "tf32" | "bf16" | "fp16"
+  Compute compute = Compute::FP32;
   double loss_scale = 0;        // fp16: initial dynamic loss scale
   int64_t growth_interval = 0;  // fp16: clean steps before the scale doubles
   static PrecisionConfig from(const config::Config& cfg);
 };
 
-struct AttentionConfig {
-  std::string impl;  // "math" | "fused"
-  static AttentionConfig from(const config::Config& cfg);
-};
 
 const config::SectionSchema& precision_schema();
 const config::SectionSchema& attention_schema();
-
-// How a change of precision.compute is judged: tf32 is a no-op on CPU (exact); bf16/fp16 change
-// rounding (approximate: judged against the seed band).
-config::Knob precision_knob(const std::string& from, const std::string& to,
-                            const std::string& device);
 
 }  // namespace lockstep::variants

@@ -18,7 +18,9 @@ struct KnobReport {
   std::string klass = "exact";             // "approximate" if any approximate knob changed
   std::vector<std::string> warnings;
 };
-KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device);
+// Each change's knob class comes from the key's owner (config::KeySpec::knob_of): precision by
+// device, implementations by the knob class their registry entries declare.
+KnobReport classify_changes(const std::vector<config::Change>& changes);
 
 struct BandInput {
   std::vector<int64_t> seeds;

@@ -60,7 +60,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
                          "cannot reach 0.05 below 4)");
   if (p.mode == "ab") {
     p.changes = config::diff(bcfg, vcfg);
-    auto knobs = classify_changes(p.changes, vcfg.str("run.device"));
+    auto knobs = classify_changes(p.changes);
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
     // A declared alignment ([gate] alignment) overrides the knob classes; an external trainer's

@@ -64,6 +64,12 @@ StepRecord step_from_json(const json& j) {
   return r;
 }
 
+json plugins_json(const std::vector<PluginRef>& plugins) {
+  json a = json::array();
+  for (const auto& p : plugins) a.push_back({{"file", p.file}, {"sha256", p.sha256}});
+  return a;
+}
+
 json to_json(const RunSummary& s) {
   json j{{"name", s.name},
          {"config_hash", s.config_hash},
@@ -96,6 +102,7 @@ json to_json(const RunSummary& s) {
         {{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
   j["top_ops"] = ops;
   j["profiled_steps"] = s.profiled_steps;
+  j["plugins"] = plugins_json(s.plugins);
   j["mfu"] = s.mfu ? num(*s.mfu) : json("unknown");
   j["peak_flops"] = s.peak_flops ? json(*s.peak_flops) : json("unknown");
   j["peak_flops_source"] = s.peak_flops_source;
@@ -150,6 +157,9 @@ RunSummary summary_from_json(const json& j) {
       s.top_ops.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0),
                                  o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
   s.profiled_steps = j.value("profiled_steps", int64_t{0});
+  if (j.contains("plugins") && j["plugins"].is_array())
+    for (const auto& p : j["plugins"])
+      s.plugins.push_back(PluginRef{p.value("file", ""), p.value("sha256", "")});
   return s;
 }
 
