@@ -31,8 +31,8 @@ set(LOCKSTEP_CORE_SOURCES
   harness/util/format.cpp
   harness/util/sha256.cpp
   harness/dist/rendezvous.cpp
-  harness/summary.cpp
-  harness/peak.cpp
+  harness/runs/summary.cpp
+  harness/train/peak.cpp
   harness/runs/run_json.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "harness/compare/plan.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
 namespace {

@@ -8,7 +8,7 @@
 #include "harness/compare/analysis.h"
 #include "harness/compare/gate.h"
 #include "harness/compare/swap_hint.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/gate/policy.h"
 #include "reports/reporter.h"
 

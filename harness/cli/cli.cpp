@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "harness/config/config.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 
 namespace lockstep::cli {
 namespace {

@@ -16,7 +16,7 @@ namespace lockstep::cli {
 
 int main(int argc, char** argv);
 
-// A command's action returns the process exit code (harness/exit_codes.h).
+// A command's action returns the process exit code (harness/util/exit_codes.h).
 using Action = std::function<int()>;
 
 // Registration functions, one per cmd_*.cpp.

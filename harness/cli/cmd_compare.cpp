@@ -13,7 +13,7 @@
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
 #include "harness/compare/swap_hint.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/history/store.h"
 #include "harness/util/files.h"
 #include "reports/bisect_console.h"

@@ -5,7 +5,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/config/config.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/registry/catalog.h"
 
 namespace lockstep::cli {

@@ -11,7 +11,7 @@
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "reports/diagnose/reporters.h"
 
 namespace lockstep::cli {

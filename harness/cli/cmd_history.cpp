@@ -9,7 +9,7 @@
 #include "harness/cli/cli.h"
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/history/report.h"
 #include "harness/history/sqlite.h"
 #include "harness/history/store.h"

@@ -8,8 +8,8 @@
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/compat/torch_compat.h"
-#include "harness/exit_codes.h"
-#include "harness/peak.h"
+#include "harness/util/exit_codes.h"
+#include "harness/train/peak.h"
 #include "harness/runner.h"
 
 namespace lockstep::cli {

@@ -10,7 +10,7 @@
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/config/config.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/scale/scaling.h"
 #include "harness/util/files.h"
 #include "reports/scale/reporters.h"

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/registry/catalog.h"
 
 namespace lockstep::cli {

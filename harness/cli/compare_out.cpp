@@ -2,7 +2,7 @@
 
 #include <system_error>
 
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "reports/reporter.h"
 
 namespace lockstep::cli {

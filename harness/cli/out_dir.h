@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/util/output_dir.h"
 
 namespace lockstep::cli {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "harness/stats/statistics.h"
-#include "harness/summary.h"
+#include "harness/runs/summary.h"
 
 namespace lockstep::compare {
 

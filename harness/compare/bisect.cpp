@@ -2,7 +2,7 @@
 
 #include "harness/compare/analysis.h"
 #include "harness/compare/comparison.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
 

@@ -8,7 +8,7 @@
 #include "harness/compare/execute.h"
 #include "harness/compare/gate.h"
 #include "harness/compare/plan.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
 

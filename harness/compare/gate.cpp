@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/util/format.h"
 
 namespace lockstep::gate {

@@ -6,7 +6,7 @@
 
 #include "harness/compare/analysis.h"
 #include "harness/compare/golden_mode.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
 #include "harness/util/process.h"
 

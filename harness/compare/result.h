@@ -117,7 +117,7 @@ struct Check {
 
 struct CompareResult {
   std::string verdict = "fail";            // "pass" | "fail"
-  int exit_code = 1;                       // harness/exit_codes.h
+  int exit_code = 1;                       // harness/util/exit_codes.h
   std::string mode = "ab";                 // "ab" | "golden"
   std::vector<config::Change> changes;     // every changed key
   std::vector<std::string> changed_knobs;  // the keys that are optimizations / faults

@@ -5,7 +5,7 @@
 #include <exception>
 #include <thread>
 
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/runs/run_folder.h"
 
 namespace lockstep::runs {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "harness/config/config.h"
-#include "harness/exit_codes.h"
+#include "harness/util/exit_codes.h"
 #include "harness/runs/child_run.h"
 #include "harness/stats/statistics.h"
 #include "harness/util/format.h"

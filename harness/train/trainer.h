@@ -32,7 +32,7 @@ class StepObserver {
 };
 
 // What the trainer knows at the end (or at a failure). The summary's statistics are computed by
-// harness/summary.h from the records.
+// harness/runs/summary.h from the records.
 struct TrainOutcome {
   std::string status = "ok";  // "ok" | "nonfinite" | "failed" | "lost_rank" | "hang"
   std::string failure;

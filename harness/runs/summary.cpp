@@ -1,4 +1,4 @@
-#include "harness/summary.h"
+#include "harness/runs/summary.h"
 
 #include <cmath>
 

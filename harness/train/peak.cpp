@@ -1,4 +1,4 @@
-#include "harness/peak.h"
+#include "harness/train/peak.h"
 
 #include <unistd.h>
 
