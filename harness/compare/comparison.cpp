@@ -69,7 +69,8 @@ RunOutput read_run(const RunJob& j, const util::ExitStatus& st) {
   return o;
 }
 
-std::vector<RunOutput> execute(const std::vector<RunJob>& jobs, int parallel) {
+std::vector<RunOutput> execute(const std::vector<RunJob>& jobs, int parallel,
+                               const std::vector<std::vector<std::string>>& slot_env = {}) {
   std::vector<std::vector<std::string>> argvs;
   std::vector<fs::path> logs;
   for (const auto& j : jobs) {
@@ -80,7 +81,7 @@ std::vector<RunOutput> execute(const std::vector<RunJob>& jobs, int parallel) {
     argvs.push_back(argv_of(j));
     logs.push_back(j.dir / "lockstep.log");
   }
-  auto sts = util::run_all(argvs, logs, parallel, kRunTimeoutS);
+  auto sts = util::run_all(argvs, logs, parallel, kRunTimeoutS, slot_env);
   std::vector<RunOutput> out;
   for (size_t i = 0; i < jobs.size(); ++i) out.push_back(read_run(jobs[i], sts[i]));
   return out;
@@ -123,6 +124,20 @@ int auto_parallel(const config::Config& a, const config::Config& b) {
   for (const auto* c : {&a, &b})
     per_run = std::max(per_run, c->integer("run.threads") * c->integer("parallel.world_size"));
   return static_cast<int>(std::max<int64_t>(1, cores / per_run));
+}
+
+// On CUDA the loss-check runs are sized by GPUs, not cores: each concurrent run gets GPUs of its
+// own (CUDA_VISIBLE_DEVICES per slot; its ranks then pick device = local rank), never GPU 0 for
+// all. No GPU visible from here: one run at a time. Empty on a CPU comparison.
+std::vector<std::vector<std::string>> cuda_slots(const config::Config& a, const config::Config& b,
+                                                 int requested) {
+  if (a.str("run.device") != "cuda" && b.str("run.device") != "cuda") return {};
+  const int per_run = static_cast<int>(
+      std::max(a.integer("parallel.world_size"), b.integer("parallel.world_size")));
+  auto slots = util::gpu_slots(util::visible_gpus(), per_run);
+  if (slots.empty()) slots.push_back({});  // the runs find (or miss) their GPUs themselves
+  if (requested > 0 && static_cast<size_t>(requested) < slots.size()) slots.resize(requested);
+  return slots;
 }
 
 }  // namespace
@@ -200,7 +215,10 @@ CompareResult run_comparison(const CompareRequest& req) {
     if (r.changes.empty())
       r.warnings.push_back("the configs are identical: this is an A/A comparison");
   }
-  const int parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
+  const auto slots = cuda_slots(bcfg, vcfg, req.parallel);
+  const int parallel = !slots.empty()     ? static_cast<int>(slots.size())
+                       : req.parallel > 0 ? req.parallel
+                                          : auto_parallel(bcfg, vcfg);
   const fs::path out = req.out_dir;
   const fs::path arms = out / "arms";
 
@@ -220,7 +238,7 @@ CompareResult run_comparison(const CompareRequest& req) {
   }
   log("full-length runs for the loss check: " + std::to_string(jobs.size()) + " (" +
       std::to_string(parallel) + " at a time)");
-  auto outs = execute(jobs, parallel);
+  auto outs = execute(jobs, parallel, slots);
 
   size_t vi = r.mode == "ab" ? 1 : 0;
   if (r.mode == "ab") {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -94,15 +95,19 @@ ExitStatus wait_for(const Child& c, double timeout_s) {
 }
 
 std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
-                                const std::vector<fs::path>& logs, int parallel, double timeout_s) {
+                                const std::vector<fs::path>& logs, int parallel, double timeout_s,
+                                const std::vector<std::vector<std::string>>& slot_env) {
   std::vector<ExitStatus> out(argvs.size());
   std::vector<std::thread> workers;
   std::atomic<size_t> next{0};
-  for (int w = 0; w < std::max(1, parallel); ++w)
-    workers.emplace_back([&] {
+  const int slots = slot_env.empty() ? std::max(1, parallel) : static_cast<int>(slot_env.size());
+  for (int w = 0; w < slots; ++w)
+    workers.emplace_back([&, w] {
+      const std::vector<std::string> no_env;
+      const auto& env = slot_env.empty() ? no_env : slot_env[static_cast<size_t>(w)];
       for (size_t i; (i = next.fetch_add(1)) < argvs.size();) {
         try {
-          out[i] = wait_for(spawn(argvs[i], logs[i]), timeout_s);
+          out[i] = wait_for(spawn(argvs[i], logs[i], "", env), timeout_s);
         } catch (const std::exception&) {
           out[i].code = 127;  // could not start
         }
@@ -110,6 +115,45 @@ std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& arg
     });
   for (auto& t : workers) t.join();
   return out;
+}
+
+std::vector<std::string> visible_gpus(const char* cuda_visible_devices,
+                                      const fs::path& driver_gpus_dir) {
+  std::vector<std::string> gpus;
+  if (cuda_visible_devices) {  // set (even empty: no GPU) -> its entries, as CUDA reads them
+    std::string item;
+    for (const char* c = cuda_visible_devices;; ++c) {
+      if (*c == ',' || *c == '\0') {
+        if (!item.empty()) gpus.push_back(item);
+        item.clear();
+        if (*c == '\0') break;
+      } else if (*c != ' ') {
+        item += *c;
+      }
+    }
+    return gpus;
+  }
+  std::error_code ec;
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(driver_gpus_dir, ec)) (void)e, ++n;
+  for (size_t i = 0; i < n; ++i) gpus.push_back(std::to_string(i));
+  return gpus;
+}
+
+std::vector<std::string> visible_gpus() {
+  return visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), "/proc/driver/nvidia/gpus");
+}
+
+std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus,
+                                                int per_run) {
+  std::vector<std::vector<std::string>> slots;
+  const size_t k = static_cast<size_t>(std::max(1, per_run));
+  for (size_t first = 0; first + k <= gpus.size(); first += k) {
+    std::string list;
+    for (size_t i = first; i < first + k; ++i) list += (list.empty() ? "" : ",") + gpus[i];
+    slots.push_back({"CUDA_VISIBLE_DEVICES=" + list});
+  }
+  return slots;
 }
 
 }  // namespace lockstep::util

@@ -36,8 +36,22 @@ struct ExitStatus {
 ExitStatus wait_for(const Child& c, double timeout_s = 0);
 
 // Runs each argv list with at most `parallel` at a time, returning their exit statuses in order.
+// `slot_env[w]` (when given, one per slot: parallel = its size) is added to the environment of
+// every run slot w starts: a slot is one run at a time, so what it names (its own GPUs) is never
+// shared by two runs.
 std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
                                 const std::vector<std::filesystem::path>& logs, int parallel,
-                                double timeout_s);
+                                double timeout_s,
+                                const std::vector<std::vector<std::string>>& slot_env = {});
+
+// The NVIDIA GPUs this process may use, found without CUDA: the entries of CUDA_VISIBLE_DEVICES
+// when it is set, else one per device the kernel driver lists (/proc/driver/nvidia/gpus/*), as
+// indices "0", "1", ... Empty on a machine without NVIDIA GPUs.
+std::vector<std::string> visible_gpus();
+std::vector<std::string> visible_gpus(const char* cuda_visible_devices,
+                                      const std::filesystem::path& driver_gpus_dir);
+// CUDA_VISIBLE_DEVICES for `slots` concurrent runs of `per_run` GPUs each, from `gpus`: slot w
+// gets gpus[w*per_run, (w+1)*per_run). As many slots as the GPUs allow (at least none).
+std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus, int per_run);
 
 }  // namespace lockstep::util
