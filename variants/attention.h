@@ -12,4 +12,8 @@ namespace lockstep::variants {
 // LibTorch 2.x; a fused CPU kernel or its own math fallback elsewhere).
 workloads::AttentionKernel make_attention(const AttentionConfig& cfg);
 
+// The kernel the fused path's scaled-dot-product attention chose at its first call in this process
+// (compat::sdpa_backend: flash_attention, efficient_attention, math, ...); "" before any call.
+std::string sdpa_backend_used();
+
 }  // namespace lockstep::variants

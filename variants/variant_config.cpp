@@ -99,4 +99,8 @@ config::Knob precision_knob(const std::string& from, const std::string& to,
   return Knob::Approximate;
 }
 
+config::Knob attention_knob(const std::string& compute) {
+  return compute == "bf16" || compute == "fp16" ? Knob::Approximate : Knob::Exact;
+}
+
 }  // namespace lockstep::variants

@@ -37,5 +37,9 @@ const config::SectionSchema& parallel_schema();
 // rounding (approximate: judged against the seed band).
 config::Knob precision_knob(const std::string& from, const std::string& to,
                             const std::string& device);
+// How a change of attention.impl is judged under precision.compute `compute`: in fp32 the kernels
+// agree to rounding (exact); under bf16/fp16 a fused kernel rounds its blocks differently from the
+// math path's bf16 score matrix (approximate: judged against the seed band).
+config::Knob attention_knob(const std::string& compute);
 
 }  // namespace lockstep::variants

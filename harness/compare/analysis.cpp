@@ -17,7 +17,8 @@ std::string round3(double x) {
   return buf;
 }
 
-KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device) {
+KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device,
+                            const std::string& compute) {
   KnobReport k;
   for (const auto& c : changes) {
     config::Knob knob = c.knob;
@@ -25,6 +26,7 @@ KnobReport classify_changes(const std::vector<config::Change>& changes, const st
       auto unquote = [](std::string s) { return s.size() >= 2 ? s.substr(1, s.size() - 2) : s; };
       knob = variants::precision_knob(unquote(c.before), unquote(c.after), device);
     }
+    if (c.key == "attention.impl") knob = variants::attention_knob(compute);
     if (knob == config::Knob::None) continue;
     k.knobs.push_back(c.key);
     if (knob == config::Knob::Fault) continue;

@@ -18,7 +18,10 @@ struct KnobReport {
   std::string klass = "exact";             // "approximate" if any approximate knob changed
   std::vector<std::string> warnings;
 };
-KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device);
+// `device` and `compute` are the variant's run.device and precision.compute: whether a knob keeps
+// the math exact can depend on them (TF32 on a CPU; an attention kernel under bf16).
+KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device,
+                            const std::string& compute = "fp32");
 
 struct BandInput {
   std::vector<int64_t> seeds;
