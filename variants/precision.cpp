@@ -36,6 +36,10 @@ Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device)
     description_ = cuda ? "tf32 (CUDA matmul and cuDNN TF32 on)"
                         : "tf32: no effect on this device (CPU has no TF32 units): computes fp32";
   } else {
+    if (cfg.compute == "fp16" && !cuda)  // LibTorch 2.x has CPU fp16 GEMMs; the variant is CUDA's
+      throw std::invalid_argument(
+          "fp16 autocast is not supported on cpu: fp16 with dynamic loss scaling is a CUDA "
+          "variant (run.device = \"cuda\"); bf16 is the CPU's reduced precision");
     dtype_ = cfg.compute == "bf16" ? at::kBFloat16 : at::kHalf;
     if (!autocast_works(device_, dtype_))
       throw std::invalid_argument(
