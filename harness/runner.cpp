@@ -163,8 +163,10 @@ int run_training(const RunRequest& req) {
   if (rank0 && !req.quiet) observers.add(&progress);
 
   const auto model = workloads::ModelConfig::from(cfg);
+  const auto gpu = trainer.gpu();  // this rank's own device, never "GPU 0"
   auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
-                           static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
+                           static_cast<int>(cfg.integer("run.threads")), compat::torch_version(),
+                           gpu ? &*gpu : nullptr);
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
                    peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt,
                    peak.source};
@@ -181,6 +183,8 @@ int run_training(const RunRequest& req) {
     base.loss_floor = o.loss_floor;
     base.env = o.env;
     base.top_ops = o.top_ops;
+    base.top_kernels = o.top_kernels;
+    base.memory_per_rank = o.memory_per_rank;
     base.profiled_steps = o.profiled_steps;
     auto summary = summarize(recs, in, base);
     if (rank0) util::write_atomic(out / "summary.json", reports::to_json(summary).dump(2) + "\n");

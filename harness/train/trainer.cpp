@@ -6,18 +6,22 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "harness/dist/comm.h"
 #include "harness/run_config.h"
 #include "harness/train/checkpoint.h"
+#include "harness/train/device.h"
 #include "harness/train/faults.h"
 #include "harness/train/memory.h"
+#include "harness/train/nvtx_layers.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/profile_config.h"
 #include "harness/train/profiler.h"
 #include "harness/train/stability.h"
+#include "harness/train/step_graph.h"
 #include "harness/train/trace.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
@@ -75,6 +79,9 @@ struct Trainer::Impl {
   ProfileConfig prof;
   OpProfiler ops;
   std::unique_ptr<LayerTimer> layers;
+  std::unique_ptr<NvtxLayers> nvtx_layers;   // [profile] nvtx
+  std::unique_ptr<compat::NvtxRange> step_range, phase_range;
+  std::unique_ptr<StepGraph> graph;          // [run] cuda_graphs
   std::shared_ptr<TraceLog> trace;
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   bool profiling = false;
@@ -83,6 +90,26 @@ struct Trainer::Impl {
   int64_t profiled = 0;
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
+
+  // Where the step is (the watchdog reads it); with [profile] nvtx, an NVTX range per phase.
+  void phase(const char* p) {
+    progress.phase = p;
+    if (!prof.nvtx) return;
+    phase_range.reset();
+    phase_range = std::make_unique<compat::NvtxRange>(true, p);
+  }
+
+  // One micro-step's forward: (reported cross-entropy, the loss that is differentiated).
+  std::pair<torch::Tensor, torch::Tensor> forward_loss(const torch::Tensor& x,
+                                                       const torch::Tensor& y) {
+    auto scope = precision->forward_scope();
+    auto logits = model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
+    auto loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
+    auto train_loss = stability.z_loss > 0
+                          ? loss + stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
+                          : loss;
+    return {loss, train_loss};
+  }
 
   // Ends a profiler warm-up: its counts and trace events are dropped (callbacks stay as they are).
   void discard_profiler_warmup() {
@@ -94,13 +121,16 @@ struct Trainer::Impl {
 
   torch::Tensor make_batch(int64_t step, int64_t micro, workloads::BatchStats* stats) {
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
-    auto buf = torch::empty({B, L}, torch::kInt64);  // (B, T+1)
+    // On CUDA the batch is built in pinned memory and copied without a host sync (a copy from
+    // pageable memory would first wait for the stream); the allocator keeps the buffer until then.
+    auto buf = torch::empty({B, L}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(
+                                        device.is_cuda()));  // (B, T+1)
     int64_t* p = buf.data_ptr<int64_t>();
     for (int64_t row = 0; row < B; ++row)
       source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
     if (faults.corrupt_batch_at == step) buf.fill_(p[0]);  // a degenerate batch: one token repeated
     if (stats) *stats = workloads::batch_stats(p, static_cast<size_t>(B * L));
-    return buf.to(device);
+    return buf.to(device, /*non_blocking=*/device.is_cuda());
   }
 };
 
@@ -126,17 +156,23 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
                                         " (launch with --nproc " +
                                         std::to_string(s.par.world_size) + ")");
 
-  if (s.run.device == "cuda") {
-    // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
-    if (s.run.deterministic) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-    if (!torch::cuda::is_available())
-      cfg.fail("run.device", "cuda requested but this LibTorch (" +
-                                 std::string(compat::torch_version()) + ") sees no CUDA device");
-    const int index =
-        static_cast<int>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count()));
-    s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-    compat::cuda_set_device(index);
+  // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
+  if (s.run.device == "cuda" && s.run.deterministic)
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  try {
+    s.device = select_device(s.run.device, who);  // one GPU per local rank, never shared
+  } catch (const std::invalid_argument& e) {
+    cfg.fail(torch::cuda::is_available() ? "parallel.world_size" : "run.device", e.what());
   }
+  // The CUDA-only knobs: a CPU run refuses them up front (exit 2), never silently ignores them.
+  if (!s.device.is_cuda()) {
+    if (s.run.cuda_graphs) cfg.fail("run.cuda_graphs", "CUDA graphs need run.device = \"cuda\"");
+    if (s.prof.nvtx) cfg.fail("profile.nvtx", "NVTX ranges need run.device = \"cuda\"");
+  }
+  if (s.run.cuda_graphs && (s.par.world_size > 1 || s.par.zero_stage > 0))
+    cfg.fail("run.cuda_graphs",
+             "CUDA graphs need 1 rank and zero_stage = 0 (collectives and freed gradient "
+             "buffers are not captured)");
 
   // Determinism: fixed threads, deterministic kernels, fixed seed.
   at::set_num_threads(static_cast<int>(s.run.threads));
@@ -164,10 +200,17 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
       workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
+  s.comm->set_nvtx(s.prof.nvtx);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
   s.sharding = std::make_unique<variants::Sharding>(
       s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
-  s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers));
+  s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers), s.device);
+  s.ops.set_device(s.device);
+  if (s.prof.nvtx) {
+    s.nvtx_layers = std::make_unique<NvtxLayers>(static_cast<int>(s.model_cfg.n_layers));
+    s.model->add_hooks(s.nvtx_layers.get());
+  }
+  if (s.run.cuda_graphs) s.graph = std::make_unique<StepGraph>();
   const auto window = static_cast<size_t>(std::min(s.prof.window, s.run.steps));
   s.layers->expect_steps(window);
   s.ops.expect_steps(window);
@@ -194,6 +237,9 @@ int Trainer::rank() const {
 int Trainer::world() const {
   return impl_->who.world_size;
 }
+std::optional<GpuInfo> Trainer::gpu() const {
+  return gpu_info(impl_->device);
+}
 
 TrainOutcome Trainer::run(StepObserver& observer) {
   auto& s = *impl_;
@@ -203,6 +249,10 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.env["precision"] = s.precision->describe();
   out.env["data"] = s.source->describe();
   out.env["comm_backend"] = s.comm->backend_name();
+  for (const auto& [k, v] : gpu_environment(s.device)) out.env[k] = v;
+  out.env["profile_clock"] = s.ops.clock();
+  if (s.run.cuda_graphs)
+    out.env["cuda_graphs"] = "forward and backward replayed as CUDA graphs from step 2";
   if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
     out.env["reduce_scatter"] =
         "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
@@ -224,7 +274,14 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     out.status = "failed";
     out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
     out.failed_step = s.progress.step.load();
+    if (is_out_of_memory(e)) {
+      out.failure = "out of memory at step " + std::to_string(out.failed_step) + ": " + out.failure;
+      std::cerr << "rank " << s.who.rank << ": " << out.failure << "\n"
+                << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
+    }
   }
+  s.phase_range.reset();
+  s.step_range.reset();
   s.progress.phase = "done";
   if (s.profiling) {
     s.ops.stop();
@@ -237,6 +294,9 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     s.discard_profiler_warmup();
   }
   out.top_ops = s.ops.top(25);
+  out.top_kernels = s.ops.top_kernels(25);
+  if (const std::string b = variants::sdpa_backend_used(); !b.empty()) out.env["sdpa_backend"] = b;
+  out.memory_per_rank = gather_memory(*s.comm, memory_stats(s.device), out.status == "ok");
   out.layer_costs = s.layers->costs();
   out.profiled_steps = s.profiled;
   out.trace = s.trace;
@@ -255,6 +315,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
   for (int64_t step = s.first_step; step <= last_step; ++step) {
     s.progress.step = step;
     s.progress.step_started_ns = now_ns();
+    if (s.prof.nvtx)
+      s.step_range = std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
     StepRecord rec;
     rec.step = step;
     rec.rank = s.who.rank;
@@ -290,12 +352,16 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     }
     if (s.profiling) rec.timed = false;
     const bool time_layers = s.profiling || s.profiler_warming;  // a warm-up runs the hooks too
+    // CUDA graphs from step 2 (shapes static, kernels and allocator warm), except where hooks,
+    // host clocks or an injected fault must run (profiled and warm-up steps, faults.nonfinite_at).
+    const bool graphed =
+        s.graph && step >= 2 && !time_layers && s.faults.nonfinite_at != step;
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum =
         torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
     for (int64_t micro = 0; micro < A; ++micro) {
-      s.progress.phase = "data";
+      s.phase("data");
       workloads::BatchStats bstats;
       auto batch = s.make_batch(step, micro, micro == 0 ? &bstats : nullptr);  // (B, T+1)
       if (micro == 0)
@@ -305,39 +371,48 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       auto y = batch.narrow(1, 1, s.model_cfg.seq_len);  // (B, T)
       timer.mark("data");
 
-      s.progress.phase = "forward";
+      s.phase("forward");
       torch::Tensor loss, train_loss;  // the reported cross-entropy; what is differentiated
-      if (time_layers) s.layers->forward_begin();
-      {
-        auto scope = s.precision->forward_scope();
-        auto logits =
-            s.model->forward(x).to(torch::kFloat32).view({-1, s.model_cfg.vocab_size});  // (B*T, V)
-        loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
-        train_loss = s.stability.z_loss > 0
-                         ? loss + s.stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
-                         : loss;
+      if (graphed && !s.graph->captured()) {
+        try {
+          s.graph->capture(x, y, [&s](const torch::Tensor& xs, const torch::Tensor& ys) {
+            return s.forward_loss(xs, ys);
+          });
+        } catch (const std::exception& e) {
+          throw std::runtime_error("run.cuda_graphs: capturing step " + std::to_string(step) +
+                                   " failed: " + e.what());
+        }
+        rec.timed = false;  // the capture step is never timed
       }
+      if (time_layers) s.layers->forward_begin();
+      if (graphed)
+        loss = train_loss = s.graph->forward(x, y);  // static: read below, before the next replay
+      else
+        std::tie(loss, train_loss) = s.forward_loss(x, y);
       if (time_layers) s.layers->forward_end();
       if (s.faults.nonfinite_at == step)
         loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
       timer.mark("forward");
-      timer.move("forward", "comm", s.comm->take_ms());
+      timer.move("forward", "comm", s.comm->take_wait());
 
-      s.progress.phase = "backward";
+      s.phase("backward");
       if (time_layers) s.layers->backward_begin();
-      (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
+      if (graphed)
+        s.graph->backward(s.precision->loss_scale() / static_cast<double>(A));
+      else
+        (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
       if (time_layers) s.layers->backward_end();
       timer.mark("backward");
-      timer.move("backward", "comm", s.comm->take_ms());
+      timer.move("backward", "comm", s.comm->take_wait());
 
-      s.progress.phase = "comm";
+      s.phase("comm");
       s.sharding->end_backward(micro == A - 1);
       timer.mark("comm");
-      s.comm->take_ms();  // already booked as the comm phase
+      s.comm->take_wait();  // already booked as the comm phase
       loss_sum += loss.detach().to(torch::kFloat64);
     }
 
-    s.progress.phase = "optimizer";
+    s.phase("optimizer");
     // Global mean loss: every rank holds an equal share of the global batch.
     auto local_loss = loss_sum / static_cast<double>(A);
     auto global_loss = local_loss.clone();
@@ -380,10 +455,10 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       s.sharding->step(rec.lr, ++s.opt_steps);
     }
     timer.mark("optimizer");
-    timer.move("optimizer", "comm", s.comm->take_ms());
+    timer.move("optimizer", "comm", s.comm->take_wait());
 
     // Injected delays: part of the step, booked as "other".
-    s.progress.phase = "other";
+    s.phase("other");
     if (s.faults.stalls_at(step)) sleep_ms(static_cast<double>(s.faults.stall_ms));
     if (s.faults.stall_rank == s.who.rank && s.faults.stall_at == step)
       sleep_ms(static_cast<double>(s.faults.stall_ms));
@@ -398,6 +473,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     timer.mark("other");
     rec.phase_ms = timer.finish(&rec.step_ms);
     rec.comm_bytes = s.comm->take_bytes();
+    rec.comm_stream_ms = s.comm->take_stream_ms();
     if (s.trace) {
       auto us = [&](std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double, std::micro>(t - s.epoch).count();
@@ -420,6 +496,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
         s.profiling = false;
       }
     }
+    s.phase_range.reset();
+    s.step_range.reset();
     s.progress.phase = "checkpoint";
 
     out.records.push_back(rec);
