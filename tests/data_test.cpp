@@ -247,9 +247,9 @@ TEST(CudaDevice, CompareGivesEachConcurrentRunGpusOfItsOwn) {
   const std::vector<std::string> four{"0", "1", "2", "3"};
   using Slots = std::vector<std::vector<std::string>>;
   EXPECT_EQ(util::gpu_slots(four, 1), (Slots{{"CUDA_VISIBLE_DEVICES=0"},
-                                            {"CUDA_VISIBLE_DEVICES=1"},
-                                            {"CUDA_VISIBLE_DEVICES=2"},
-                                            {"CUDA_VISIBLE_DEVICES=3"}}));
+                                             {"CUDA_VISIBLE_DEVICES=1"},
+                                             {"CUDA_VISIBLE_DEVICES=2"},
+                                             {"CUDA_VISIBLE_DEVICES=3"}}));
   EXPECT_EQ(util::gpu_slots(four, 2),
             (Slots{{"CUDA_VISIBLE_DEVICES=0,1"}, {"CUDA_VISIBLE_DEVICES=2,3"}}));
   EXPECT_EQ(util::gpu_slots(four, 3), (Slots{{"CUDA_VISIBLE_DEVICES=0,1,2"}}));

@@ -294,7 +294,8 @@ TEST(HistoryStore, TheMachineKeyHoldsTheGpuModel) {
   std::vector<std::string> devices;
   for (const auto& p : store.series()) devices.push_back(p.device);
   std::sort(devices.begin(), devices.end());
-  EXPECT_EQ(devices, (std::vector<std::string>{"cpu", "cuda (NVIDIA H100 PCIe)", "cuda (NVIDIA H200)"}));
+  EXPECT_EQ(devices,
+            (std::vector<std::string>{"cpu", "cuda (NVIDIA H100 PCIe)", "cuda (NVIDIA H200)"}));
 }
 
 // --- change points -----------------------------------------------------------------------------

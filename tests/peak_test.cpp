@@ -4,9 +4,9 @@
 
 #include "harness/peak.h"
 
-using lockstep::GpuInfo;
 using lockstep::gpu_table_peak;
 using lockstep::gpu_table_row;
+using lockstep::GpuInfo;
 using lockstep::resolve_peak;
 
 namespace {

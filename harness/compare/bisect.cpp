@@ -13,8 +13,7 @@ BisectResult run_bisect(const BisectRequest& req) {
   BisectResult out;
   const auto base = config::Config::load(req.baseline), var = config::Config::load(req.variant);
   const auto changes = config::diff(base, var);
-  const auto knobs =
-      classify_changes(changes, var.str("run.device"), var.str("precision.compute"));
+  const auto knobs = classify_changes(changes, var.str("run.device"), var.str("precision.compute"));
   std::vector<std::string> sets;  // "key=value" in diff order, knobs only
   for (const auto& c : changes)
     for (const auto& k : knobs.knobs)

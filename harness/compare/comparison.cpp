@@ -208,8 +208,7 @@ CompareResult run_comparison(const CompareRequest& req) {
   std::string klass = "exact";
   if (r.mode == "ab") {
     r.changes = config::diff(bcfg, vcfg);
-    auto knobs =
-        classify_changes(r.changes, vcfg.str("run.device"), vcfg.str("precision.compute"));
+    auto knobs = classify_changes(r.changes, vcfg.str("run.device"), vcfg.str("precision.compute"));
     r.changed_knobs = knobs.knobs;
     klass = knobs.klass;
     r.warnings.insert(r.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());

@@ -122,8 +122,12 @@ MemoryStats memory_stats(const torch::Device& device) {
 }
 
 std::vector<RankMemory> gather_memory(dist::Comm& comm, const MemoryStats& mine, bool ranks_meet) {
-  RankMemory own{comm.rank(),       mine.peak_allocated_bytes, mine.peak_reserved_bytes,
-                 mine.fragmentation_bytes, mine.alloc_retries, mine.ooms};
+  RankMemory own{comm.rank(),
+                 mine.peak_allocated_bytes,
+                 mine.peak_reserved_bytes,
+                 mine.fragmentation_bytes,
+                 mine.alloc_retries,
+                 mine.ooms};
   if (!ranks_meet || comm.world() == 1) return {own};
   // (W, 5): each rank fills its own row; the sum over ranks is every row. -1 = unknown.
   const int64_t W = comm.world();

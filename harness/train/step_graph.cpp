@@ -15,9 +15,9 @@ struct StepGraph::Impl {
   at::cuda::CUDAGraph fwd, bwd;
 #endif
   bool captured = false;
-  torch::Tensor x, y;          // static inputs
-  torch::Tensor loss, train;   // static outputs of the forward graph
-  torch::Tensor scale;         // () device scalar the backward graph multiplies by
+  torch::Tensor x, y;         // static inputs
+  torch::Tensor loss, train;  // static outputs of the forward graph
+  torch::Tensor scale;        // () device scalar the backward graph multiplies by
 };
 
 StepGraph::StepGraph() : impl_(std::make_unique<Impl>()) {}

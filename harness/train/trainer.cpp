@@ -79,9 +79,9 @@ struct Trainer::Impl {
   ProfileConfig prof;
   OpProfiler ops;
   std::unique_ptr<LayerTimer> layers;
-  std::unique_ptr<NvtxLayers> nvtx_layers;   // [profile] nvtx
+  std::unique_ptr<NvtxLayers> nvtx_layers;  // [profile] nvtx
   std::unique_ptr<compat::NvtxRange> step_range, phase_range;
-  std::unique_ptr<StepGraph> graph;          // [run] cuda_graphs
+  std::unique_ptr<StepGraph> graph;  // [run] cuda_graphs
   std::shared_ptr<TraceLog> trace;
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   bool profiling = false;
@@ -103,7 +103,8 @@ struct Trainer::Impl {
   std::pair<torch::Tensor, torch::Tensor> forward_loss(const torch::Tensor& x,
                                                        const torch::Tensor& y) {
     auto scope = precision->forward_scope();
-    auto logits = model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
+    auto logits =
+        model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
     auto loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
     auto train_loss = stability.z_loss > 0
                           ? loss + stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
@@ -123,8 +124,9 @@ struct Trainer::Impl {
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
     // On CUDA the batch is built in pinned memory and copied without a host sync (a copy from
     // pageable memory would first wait for the stream); the allocator keeps the buffer until then.
-    auto buf = torch::empty({B, L}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(
-                                        device.is_cuda()));  // (B, T+1)
+    auto buf = torch::empty(
+        {B, L},
+        torch::TensorOptions().dtype(torch::kInt64).pinned_memory(device.is_cuda()));  // (B, T+1)
     int64_t* p = buf.data_ptr<int64_t>();
     for (int64_t row = 0; row < B; ++row)
       source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
@@ -316,7 +318,8 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     s.progress.step = step;
     s.progress.step_started_ns = now_ns();
     if (s.prof.nvtx)
-      s.step_range = std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
+      s.step_range =
+          std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
     StepRecord rec;
     rec.step = step;
     rec.rank = s.who.rank;
@@ -354,8 +357,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     const bool time_layers = s.profiling || s.profiler_warming;  // a warm-up runs the hooks too
     // CUDA graphs from step 2 (shapes static, kernels and allocator warm), except where hooks,
     // host clocks or an injected fault must run (profiled and warm-up steps, faults.nonfinite_at).
-    const bool graphed =
-        s.graph && step >= 2 && !time_layers && s.faults.nonfinite_at != step;
+    const bool graphed = s.graph && step >= 2 && !time_layers && s.faults.nonfinite_at != step;
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum =

@@ -144,8 +144,7 @@ std::vector<std::string> visible_gpus() {
   return visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), "/proc/driver/nvidia/gpus");
 }
 
-std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus,
-                                                int per_run) {
+std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus, int per_run) {
   std::vector<std::vector<std::string>> slots;
   const size_t k = static_cast<size_t>(std::max(1, per_run));
   for (size_t first = 0; first + k <= gpus.size(); first += k) {
