@@ -1,15 +1,17 @@
 # Source lists, one per target. Keep each file small and with one job.
 
-# No LibTorch here (config, statistics, gate, comparison, reporters, history).
+# No LibTorch here (config, statistics, run folders, comparison, gate, history, reporters).
 set(LOCKSTEP_CORE_SOURCES
   harness/config/config.cpp
   harness/config/schema.cpp
-  harness/config/sections.cpp
-  harness/run_config.cpp
+  harness/sections.cpp
+  harness/train/run_config.cpp
+  harness/dist/parallel_config.cpp
   harness/gate/policy.cpp
   harness/stats/statistics.cpp
   harness/train/optim_config.cpp
-  harness/train/faults.cpp
+  harness/train/fault_config.cpp
+  harness/train/checkpoint_config.cpp
   harness/train/profile_config.cpp
   harness/train/stability_config.cpp
   harness/train/stability.cpp
@@ -20,6 +22,7 @@ set(LOCKSTEP_CORE_SOURCES
   workloads/data_config.cpp
   workloads/data.cpp
   harness/util/files.cpp
+  harness/util/output_dir.cpp
   harness/util/process.cpp
   harness/util/malloc_tuning.cpp
   harness/util/cpu_capability.cpp
@@ -27,8 +30,13 @@ set(LOCKSTEP_CORE_SOURCES
   harness/dist/rendezvous.cpp
   harness/summary.cpp
   harness/peak.cpp
-  reports/run_json.cpp
+  harness/runs/run_json.cpp
+  harness/runs/run_folder.cpp
+  harness/runs/metrics_log.cpp
+  harness/runs/child_run.cpp
   reports/run_console.cpp
+  reports/run_progress.cpp
+  reports/text.cpp
   reports/reporter.cpp
   reports/console_reporter.cpp
   reports/json_reporter.cpp
@@ -36,29 +44,54 @@ set(LOCKSTEP_CORE_SOURCES
   reports/junit_reporter.cpp
   reports/html_reporter.cpp
   reports/html_page.cpp
-  reports/plots.cpp
+  reports/gnuplot.cpp
+  reports/compare_plots.cpp
+  reports/bisect_console.cpp
   harness/compare/analysis.cpp
+  harness/compare/plan.cpp
+  harness/compare/execute.cpp
+  harness/compare/analyse.cpp
+  harness/compare/gate.cpp
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
-  harness/gate/gate.cpp
-  reports/history/sqlite.cpp
-  reports/history/schema.cpp
-  reports/history/store.cpp
-  reports/history/store_export.cpp
-  reports/history/changepoint.cpp
-  reports/history/report.cpp
-  reports/history/report_json.cpp
-  reports/history/report_markdown.cpp
-  reports/history/report_html.cpp
+  harness/compare/result_json.cpp
+  harness/compare/swap_hint.cpp
+  harness/history/sqlite.cpp
+  harness/history/schema.cpp
+  harness/history/store.cpp
+  harness/history/store_export.cpp
+  harness/history/changepoint.cpp
+  harness/history/report.cpp
+  reports/history/wording.cpp
+  reports/history/reporters.cpp
+  reports/history/console.cpp
+  reports/history/json.cpp
+  reports/history/markdown.cpp
+  reports/history/html.cpp
   reports/history/trend_plot.cpp
   harness/diagnose/spikes.cpp
   harness/diagnose/causes.cpp
   harness/diagnose/report.cpp
   harness/diagnose/stages.cpp
   harness/diagnose/trace_check.cpp
+  reports/diagnose/wording.cpp
+  reports/diagnose/reporters.cpp
+  reports/diagnose/console.cpp
+  reports/diagnose/json.cpp
+  reports/diagnose/markdown.cpp
+  reports/diagnose/html.cpp
+  reports/diagnose/plots.cpp
+  reports/diagnose/stages_console.cpp
+  reports/diagnose/stages_json.cpp
   harness/scale/amdahl.cpp
   harness/scale/scaling.cpp
-  reports/scale_report.cpp
+  reports/scale/wording.cpp
+  reports/scale/reporters.cpp
+  reports/scale/console.cpp
+  reports/scale/json.cpp
+  reports/scale/markdown.cpp
+  reports/scale/html.cpp
+  reports/scale/plot.cpp
 )
 
 # Needs LibTorch: the workload, the variants, the trainer, c10d.
@@ -75,6 +108,8 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/environment.cpp
   harness/train/memory.cpp
   harness/train/phase_timer.cpp
+  harness/train/faults.cpp
+  harness/train/profile_window.cpp
   harness/train/trainer.cpp
   harness/train/watchdog.cpp
   harness/train/profiler.cpp
@@ -83,7 +118,6 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/step_graph.cpp
   harness/calibrate.cpp
   harness/runner.cpp
-  reports/run_observers.cpp
 )
 
 # The command line (links both libraries).

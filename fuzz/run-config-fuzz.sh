@@ -12,8 +12,8 @@ cxx=${CXX:-$(command -v clang++-14 || command -v clang++)}
 
 # The config loader, the registry, and the .cpp of every header the registry includes (schema.cpp
 # and each section's owner, all torch-free), so a newly registered section is picked up.
-sources=(harness/config/config.cpp harness/config/sections.cpp
-         $(sed -n 's|^#include "\(.*\)\.h"$|\1.cpp|p' "$root/harness/config/sections.cpp"))
+sources=(harness/config/config.cpp harness/sections.cpp
+         $(sed -n 's|^#include "\(.*\)\.h"$|\1.cpp|p' "$root/harness/sections.cpp"))
 
 mkdir -p "$out"
 # Known upstream UB, excluded from UBSan so the run can go on to find anything else: toml++ 3.3's

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <ctime>
-#include <fstream>
 #include <iostream>
 
 #include "harness/calibrate.h"
@@ -12,8 +11,10 @@
 #include "harness/dist/launcher.h"
 #include "harness/dist/rendezvous.h"
 #include "harness/exit_codes.h"
+#include "harness/history/store.h"
 #include "harness/peak.h"
-#include "harness/run_config.h"
+#include "harness/runs/metrics_log.h"
+#include "harness/runs/run_folder.h"
 #include "harness/summary.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/trace.h"
@@ -21,10 +22,8 @@
 #include "harness/train/watchdog.h"
 #include "harness/util/files.h"
 #include "harness/util/process.h"
-#include "reports/history/store.h"
 #include "reports/run_console.h"
-#include "reports/run_json.h"
-#include "reports/run_observers.h"
+#include "reports/run_progress.h"
 #include "workloads/model_config.h"
 
 namespace lockstep {
@@ -72,44 +71,45 @@ std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) 
   return a;
 }
 
-// Keeps the lines of a metrics log up to `last_step` (resume continues after it).
-void truncate_metrics(const fs::path& path, int64_t last_step) {
-  if (!fs::exists(path)) return;
-  std::ifstream in(path);
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    try {
-      if (reports::step_from_json(nlohmann::json::parse(line)).step > last_step) break;
-    } catch (...) {
-      break;  // a torn line: everything after the checkpoint is recomputed anyway
-    }
-    kept += line + "\n";
+// Fan-out to several observers.
+class Observers final : public train::StepObserver {
+ public:
+  void add(train::StepObserver* o) { list_.push_back(o); }
+  void on_start(int64_t a, int64_t b) override {
+    for (auto* o : list_) o->on_start(a, b);
   }
-  util::write_atomic(path, kept);
-}
+  void on_step(const StepRecord& r) override {
+    for (auto* o : list_) o->on_step(r);
+  }
+
+ private:
+  std::vector<train::StepObserver*> list_;
+};
 
 }  // namespace
 
-std::vector<std::string> request_overrides(const RunRequest& req) {
-  std::vector<std::string> sets = req.sets;
-  if (req.steps) sets.push_back("run.steps=" + std::to_string(req.steps));
-  if (req.nproc) sets.push_back("parallel.world_size=" + std::to_string(req.nproc));
-  return sets;
+std::vector<config::FlagOverride> request_flags(const RunRequest& req) {
+  std::vector<config::FlagOverride> flags;
+  if (req.steps)
+    flags.push_back({"--steps " + std::to_string(req.steps), "run.steps=" + std::to_string(req.steps)});
+  if (req.nproc)
+    flags.push_back({"--nproc " + std::to_string(req.nproc),
+                     "parallel.world_size=" + std::to_string(req.nproc)});
+  return flags;
 }
 
 int run_training(const RunRequest& req) {
   std::string config_path = req.config;
   fs::path out = req.out;
   if (!req.resume.empty()) {
-    config_path = (fs::path(req.resume) / "config.toml").string();
+    config_path = runs::RunFolder(req.resume).config().string();
     out = req.resume;
     if (!fs::exists(config_path)) {
       std::cerr << req.resume << ": not a run folder (no config.toml)\n";
       return kExitUsage;
     }
   }
-  const auto cfg = config::Config::load(config_path, request_overrides(req));
+  const auto cfg = config::Config::load(config_path, req.sets, request_flags(req));
   const auto who = dist::rank_info_from_env();
   const int world = static_cast<int>(cfg.integer("parallel.world_size"));
   if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));
@@ -120,7 +120,8 @@ int run_training(const RunRequest& req) {
   // summary.json overwritten, the old run's checkpoints (which --resume would pick up) and its
   // per-rank files (which diagnose reads) left behind. Refuse before writing anything. Ranks
   // started by a launcher skip this: the launcher (or the first rank) has created the folder.
-  if (req.resume.empty() && who.source == "default" && fs::exists(out / "config.toml"))
+  const runs::RunFolder folder(out);
+  if (req.resume.empty() && who.source == "default" && folder.holds_run())
     throw UsageError(out.string() +
                      " already holds a run (config.toml); choose another --out, remove it, or "
                      "--resume it");
@@ -141,7 +142,7 @@ int run_training(const RunRequest& req) {
   topts.out_dir = out;
   topts.stop_after = req.stop_after;
   if (!req.resume.empty()) {
-    topts.resume_from = train::latest_checkpoint(out / "checkpoints");
+    topts.resume_from = train::latest_checkpoint(folder.checkpoints());
     if (topts.resume_from.empty()) {
       std::cerr << out.string() << ": no completed checkpoint to resume from\n";
       return kExitUsage;
@@ -150,15 +151,14 @@ int run_training(const RunRequest& req) {
   train::Trainer trainer(cfg, who, topts);
   // After the Trainer: it rejects what only LibTorch can check (fp16 on a CPU, a missing data
   // file), and a config error must leave the folder as it was.
-  if (rank0 && req.resume.empty()) util::write_atomic(out / "config.toml", cfg.to_toml());
+  if (rank0 && req.resume.empty()) folder.write_config(cfg.to_toml());
 
-  const fs::path metrics = out / (rank0 ? std::string("metrics.jsonl")
-                                        : "metrics.rank" + std::to_string(who.rank) + ".jsonl");
-  if (!req.resume.empty()) truncate_metrics(metrics, trainer.first_step() - 1);
-  reports::MetricsLog log(metrics, /*append=*/!req.resume.empty());
+  const fs::path metrics = folder.metrics(who.rank);
+  if (!req.resume.empty()) runs::truncate_metrics(metrics, trainer.first_step() - 1);
+  runs::MetricsLog log(metrics, /*append=*/!req.resume.empty());
   const bool tty = ::isatty(1) && world == 1;
   reports::Progress progress(cfg.str("run.name"), cfg.integer("run.log_every"), tty);
-  reports::Observers observers;
+  Observers observers;
   observers.add(&log);
   if (rank0 && !req.quiet) observers.add(&progress);
 
@@ -187,7 +187,7 @@ int run_training(const RunRequest& req) {
     base.memory_per_rank = o.memory_per_rank;
     base.profiled_steps = o.profiled_steps;
     auto summary = summarize(recs, in, base);
-    if (rank0) util::write_atomic(out / "summary.json", reports::to_json(summary).dump(2) + "\n");
+    if (rank0) folder.write_summary(summary);
     return summary;
   };
 
@@ -209,19 +209,11 @@ int run_training(const RunRequest& req) {
   observers.add(&feed);
 
   auto outcome = trainer.run(observers);
-  if (outcome.trace)
-    outcome.trace->write(out / ("trace.rank" + std::to_string(who.rank) + ".json"));
-  if (rank0 && outcome.profiled_steps > 0) {
-    nlohmann::json units = nlohmann::json::array();
-    for (const auto& u : outcome.layer_costs)
-      units.push_back(
-          {{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
-    util::write_atomic(
-        out / "layer_costs.json",
-        nlohmann::json{{"steps", outcome.profiled_steps}, {"units", units}}.dump(2) + "\n");
-  }
+  if (outcome.trace) outcome.trace->write(folder.trace(who.rank));
+  if (rank0 && outcome.profiled_steps > 0)
+    folder.write_layer_costs(outcome.profiled_steps, outcome.layer_costs);
   // A resumed run's summary covers the whole curve: earlier steps come from the log.
-  auto records = req.resume.empty() ? outcome.records : reports::read_metrics(metrics);
+  auto records = req.resume.empty() ? outcome.records : runs::read_metrics(metrics);
   auto summary = write_summary(outcome, records);
   if (rank0 && !req.no_history) {  // a history failure is a warning, never the run's exit code
     std::vector<double> curve;

@@ -1,10 +1,14 @@
 // `lockstep run`: one training run, end to end. Resolves the config and the output folder, becomes
 // the launcher when the job needs several ranks and none were launched, otherwise trains this
-// rank and writes config.toml, metrics.jsonl (metrics.rank<r>.jsonl for r > 0) and summary.json.
+// rank and writes its run folder: config.toml, metrics.jsonl (metrics.rank<r>.jsonl for r > 0),
+// summary.json, trace.rank<r>.json, layer_costs.json and checkpoints/; it also records the run in
+// the history and writes --export-losses.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "harness/config/config.h"
 
 namespace lockstep {
 
@@ -22,10 +26,11 @@ struct RunRequest {
   bool no_history = false;  // --no-history: do not record this run
 };
 
-// Returns the exit code: 0 ok, 2 config error, 3 the run failed (non-finite, lost rank, hang).
+// Returns the exit code: 0 ok, 2 usage error, 3 the run failed (non-finite, lost rank, hang).
+// Throws config::ConfigError or UsageError (exit 2) for a bad config or output folder.
 int run_training(const RunRequest& req);
 
-// The effective config of a request, as `run` would use it (overrides applied).
-std::vector<std::string> request_overrides(const RunRequest& req);
+// The flags of a request that stand for config keys (--steps, --nproc), named as typed.
+std::vector<config::FlagOverride> request_flags(const RunRequest& req);
 
 }  // namespace lockstep

@@ -1,7 +1,5 @@
 #include "reports/html_page.h"
 
-#include "reports/html_reporter.h"
-
 namespace lockstep::reports {
 namespace {
 
@@ -35,6 +33,28 @@ footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 )css";
 
 }  // namespace
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string figure(const std::string& caption, const Plot& p) {
+  std::string body =
+      p.ok() ? p.svg
+             : "<p class=\"unavailable\">plot unavailable: " + html_escape(p.error) + "</p>";
+  return "<figure><figcaption>" + html_escape(caption) + "</figcaption>" + body + "</figure>\n";
+}
 
 std::string html_page_begin(const std::string& title, const std::string& extra_css) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -1,4 +1,5 @@
-// The page shell every HTML report shares (comparison, history, scaling, diagnosis): the doctype,
+// The HTML page module every HTML report shares (comparison, history, scaling, diagnosis): text
+// escaping, a plot's <figure>, and the page shell: the doctype,
 // <head> (charset, viewport, title, an empty favicon so the browser fetches nothing) and one
 // inline stylesheet: the base rules below plus the report's own. No scripts, no external URLs.
 //
@@ -10,7 +11,16 @@
 
 #include <string>
 
+#include "reports/gnuplot.h"
+
 namespace lockstep::reports {
+
+// Text made safe for HTML content and attribute values (& < > " ').
+std::string html_escape(const std::string& s);
+
+// The <figure> for a plot on an HTML page: the caption (escaped) and the inline SVG, or
+// "plot unavailable: why" when there is none.
+std::string figure(const std::string& caption, const Plot& p);
 
 // "<!DOCTYPE html> ... <style>BASE EXTRA</style>\n</head>\n<body>\n". title is plain text (escaped
 // here); extra_css is the report's own rules, appended to the base stylesheet.

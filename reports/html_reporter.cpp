@@ -2,26 +2,11 @@
 
 #include <sstream>
 
+#include "reports/compare_plots.h"
 #include "reports/html_page.h"
-#include "reports/plots.h"
 #include "reports/run_console.h"
 
 namespace lockstep::reports {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 namespace {
 

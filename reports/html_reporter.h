@@ -14,6 +14,4 @@ class HtmlReporter : public Reporter {
   std::string render(const compare::CompareResult& r) const override;
 };
 
-std::string html_escape(const std::string& s);
-
 }  // namespace lockstep::reports

@@ -1,11 +1,9 @@
 #include "reports/reporter.h"
 
 #include <cmath>
-#include <cstdio>
-#include <sstream>
 #include <stdexcept>
 
-#include "harness/util/files.h"
+#include "harness/util/format.h"
 #include "reports/console_reporter.h"
 #include "reports/html_reporter.h"
 #include "reports/json_reporter.h"
@@ -31,36 +29,12 @@ const std::vector<std::string>& report_formats() {
 
 std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r,
                                                  const std::filesystem::path& dir) {
-  std::vector<std::filesystem::path> paths;
-  for (const auto& f : report_formats()) {
-    auto reporter = make_reporter(f);
-    auto path = dir / reporter->filename();
-    util::write_atomic(path, reporter->render(r));
-    paths.push_back(path);
-  }
-  return paths;
+  ReporterList<compare::CompareResult> reporters;
+  for (const auto& f : report_formats()) reporters.push_back(make_reporter(f));
+  return write_files(reporters, r, dir);
 }
 
 namespace text {
-
-std::string fixed(double x, int decimals) {
-  if (!std::isfinite(x)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-std::string signed_fixed(double x, int decimals, const std::string& unit) {
-  if (!std::isfinite(x)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.*f", decimals, x);
-  return buf + unit;
-}
-
-std::string percent(std::optional<double> share) {
-  if (!share) return "unknown";
-  return std::isfinite(*share) ? fixed(100 * *share, 1) + "%" : "n/a";
-}
 
 std::string delta_value(const compare::Delta& d, const std::string& unit) {
   return d.known ? signed_fixed(d.point, 1, unit) : "unknown";
@@ -87,17 +61,9 @@ std::string knob_name(config::Knob k) {
   return "?";
 }
 
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
-
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
-  if (r.timed) return std::to_string(r.repeats) + " repeats per arm";
+  if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
   if (r.mode == "golden") return "not timed (golden mode)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";

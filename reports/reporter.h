@@ -1,4 +1,4 @@
-// The comparison reporters (google/benchmark style): one interface, one class per format
+// The comparison's reporters (the interface: reports/reporter_for.h): one class per format
 // (console, json, markdown, html, junit) and a factory. Each renders a compare::CompareResult to
 // text; write_reports() puts every file format into a comparison's folder.
 #pragma once
@@ -10,16 +10,12 @@
 #include <vector>
 
 #include "harness/compare/result.h"
+#include "reports/reporter_for.h"
+#include "reports/text.h"
 
 namespace lockstep::reports {
 
-class Reporter {
- public:
-  virtual ~Reporter() = default;
-  virtual std::string format() const = 0;    // "console" | "json" | "markdown" | "html" | "junit"
-  virtual std::string filename() const = 0;  // "" for console, else report.json, report.md, ...
-  virtual std::string render(const compare::CompareResult& r) const = 0;
-};
+using Reporter = ReporterFor<compare::CompareResult>;
 
 // Throws std::invalid_argument (listing the known formats) for an unknown one.
 std::unique_ptr<Reporter> make_reporter(const std::string& format);
@@ -27,22 +23,19 @@ std::unique_ptr<Reporter> make_reporter(const std::string& format);
 // The formats that are files: json, markdown, html, junit.
 const std::vector<std::string>& report_formats();
 
-// Writes every file report into dir atomically (util::write_atomic) and returns their paths.
+// Writes every file report into dir (created if missing) atomically (util::write_atomic) and
+// returns their paths.
 std::vector<std::filesystem::path> write_reports(const compare::CompareResult& r,
                                                  const std::filesystem::path& dir);
 
-// Shared wording for the human-readable formats, so console, markdown and html agree.
+// The comparison's wording for the human-readable formats (with reports/text.h's).
 namespace text {
-std::string fixed(double x, int decimals);                                  // "n/a" when non-finite
-std::string signed_fixed(double x, int decimals, const std::string& unit);  // "+9.0%"
-std::string percent(std::optional<double> share);  // MFU-style 0..1 share: "31.2%", or "unknown"
 std::string delta_value(const compare::Delta& d, const std::string& unit);  // "+9.0%" | "unknown"
 std::string delta_ci(const compare::Delta& d, const std::string& unit);  // "[+7.1%, +10.8%]" | "-"
 std::string p_value(const compare::Delta& d);                            // "0.008" | "<0.001" | "-"
 std::string knob_name(config::Knob k);                 // "exact", "approximate", ...
 // "5 repeats per arm", or why there is no timing: "not timed (golden mode)", "not timed (...)".
 std::string timing_summary(const compare::CompareResult& r);
-std::vector<std::string> lines(const std::string& s);  // split on '\n', no empties
 }  // namespace text
 
 }  // namespace lockstep::reports

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/runs/run_folder.h"
 #include "harness/util/process.h"
-#include "reports/run_json.h"
 
 namespace lockstep::testing {
 
@@ -73,7 +73,7 @@ inline nlohmann::json read_json(const fs::path& p) {
 
 inline std::vector<double> losses(const fs::path& metrics) {
   std::vector<double> v;
-  for (const auto& r : reports::read_metrics(metrics)) v.push_back(r.loss);
+  for (const auto& r : runs::read_metrics(metrics)) v.push_back(r.loss);
   return v;
 }
 

@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "harness/compare/analysis.h"
+#include "harness/compare/gate.h"
+#include "harness/compare/swap_hint.h"
 #include "harness/exit_codes.h"
-#include "harness/gate/gate.h"
 #include "harness/gate/policy.h"
+#include "reports/reporter.h"
 
 using namespace lockstep;
 using namespace lockstep::compare;
@@ -334,4 +336,56 @@ TEST(Breakdown, PhaseFindingsAndOperatorMovers) {
   EXPECT_TRUE(attention);
   ASSERT_FALSE(bd.ops.empty());
   EXPECT_EQ(bd.phases.size(), 6u);
+}
+
+// `compare configs/variants/bf16.toml configs/baseline.toml`: the arms typed the other way round.
+// The FAIL is right; the report also asks whether they were swapped, and only then.
+TEST(SwappedArms, AVariantNamedLikeABaselineThatIsMuchSlowerGetsTheHint) {
+  CompareResult r = healthy_result();
+  r.baseline.config_path = "configs/variants/bf16.toml";
+  r.baseline.name = "bf16";
+  r.variant.config_path = "configs/baseline.toml";
+  r.variant.name = "baseline";
+  r.delta.tokens_per_sec_pct = Delta{-27.4, -30.1, -24.8, 0.0079, true, true, "slower"};
+  const std::string hint = swapped_arms_hint(r);
+  EXPECT_NE(hint.find("did you swap them?"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("27% slower"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("configs/baseline.toml"), std::string::npos) << hint;
+  // The same arms in the right order: the variant is faster, no hint.
+  CompareResult right = r;
+  std::swap(right.baseline, right.variant);
+  right.delta.tokens_per_sec_pct = Delta{37.7, 33.0, 42.0, 0.0079, true, true, "faster"};
+  EXPECT_EQ(swapped_arms_hint(right), "");
+  // A small or insignificant slowdown is no reason to doubt the order.
+  CompareResult small = r;
+  small.delta.tokens_per_sec_pct = Delta{-5, -7, -3, 0.0079, true, true, "slower"};
+  EXPECT_EQ(swapped_arms_hint(small), "");
+  CompareResult noisy = r;
+  noisy.delta.tokens_per_sec_pct = Delta{-27.4, -60, 5, 0.2, false, true, "no significant change"};
+  EXPECT_EQ(swapped_arms_hint(noisy), "");
+  // Both named like baselines (ddp2 vs a baseline copy), or neither: no hint.
+  CompareResult both = r;
+  both.baseline.config_path = "configs/baseline_ddp.toml";
+  EXPECT_EQ(swapped_arms_hint(both), "");
+  CompareResult neither = r;
+  neither.variant.config_path = "configs/variants/zero3.toml";
+  neither.variant.name = "zero3";
+  EXPECT_EQ(swapped_arms_hint(neither), "");
+}
+
+// "1 repeats per arm" read as a typo in every report: counts of one are singular.
+TEST(Gate, OneRepeatIsSaidInTheSingular) {
+  auto r = healthy_result();
+  r.too_few_repeats = true;
+  r.repeats = 1;
+  r.policy.repeats = 1;
+  gate::apply(r);
+  EXPECT_NE(find(r, "throughput")->detail.find("inconclusive: only 1 repeat per arm"),
+            std::string::npos)
+      << find(r, "throughput")->detail;
+  EXPECT_NE(r.policy.describe().find(", 1 repeat per arm,"), std::string::npos)
+      << r.policy.describe();
+  EXPECT_EQ(reports::text::timing_summary(r), "1 repeat per arm");
+  r.repeats = 5;
+  EXPECT_EQ(reports::text::timing_summary(r), "5 repeats per arm");
 }

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -435,17 +437,53 @@ TEST(ConfigErrors, OverrideTriggersCrossKeyRule) {
 
 // --- files and extends --------------------------------------------------------------------------
 
+// A file that cannot be read is named alone: no "0:0" location and no key, since neither exists;
+// a missing one gets a suggestion from the names in its folder.
 TEST(ConfigErrors, MissingFile) {
   TempDir dir;
   const fs::path p = dir.path() / "nope.toml";
-  ExpectError(LoadError(p), p.string(), 0, 0, "<file>", "cannot read: no such file");
+  auto e = LoadError(p);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), p.string() + ": no such file");
+  EXPECT_EQ(e->key(), "");
+  std::ofstream(dir.path() / "baseline.toml") << "[run]\nsteps = 3\n";
+  e = LoadError(dir.path() / "baselin.toml");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), (dir.path() / "baselin.toml").string() +
+                                        ": no such file (did you mean \"" +
+                                        (dir.path() / "baseline.toml").string() + "\"?)");
+  // A relative name keeps the folder as the user wrote it.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  e = LoadError("baselne.toml");
+  fs::current_path(cwd);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()), "baselne.toml: no such file (did you mean \"baseline.toml\"?)");
 }
 
 TEST(ConfigErrors, DirectoryIsNotAFile) {
   TempDir dir;
   fs::create_directories(dir.path() / "sub.toml");
-  ExpectError(LoadError(dir.path() / "sub.toml"), (dir.path() / "sub.toml").string(), 0, 0,
-              "<file>", "cannot read");
+  auto e = LoadError(dir.path() / "sub.toml");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(std::string(e->what()),
+            (dir.path() / "sub.toml").string() + ": a folder, not a config file");
+}
+
+// A flag that stands for a key is named as typed, not as an override the user never wrote.
+TEST(ConfigErrors, AFlagOverrideIsNamedAsTheFlag) {
+  TempDir dir;
+  std::ofstream(dir.path() / "c.toml") << "[run]\nseed = 1\n";
+  try {
+    Config::load(dir.path() / "c.toml", {}, {{"--steps 0", "run.steps=0"}});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--steps 0: run.steps: out of range: 0 (must be >= 1)");
+  }
+  const Config c = Config::load(dir.path() / "c.toml", {"run.steps=7"}, {{"--steps 30", "run.steps=30"}});
+  EXPECT_EQ(c.integer("run.steps"), 30);  // the flag wins over --set, as it always did
+  EXPECT_NE(c.to_toml(true).find("steps = 30  # from --steps 30"), std::string::npos)
+      << c.to_toml(true);
 }
 
 TEST(ConfigErrors, MissingExtendsTarget) {
@@ -881,4 +919,54 @@ TEST(ConfigDocs, ReadmeReferenceMatchesTheSchemas) {
   EXPECT_EQ(readme.substr(a + begin.size(), b - a - begin.size()),
             lockstep::config::keys_markdown())
       << "regenerate with: build/lockstep config keys";
+}
+
+// The README states each gate key's default twice: in the "Gate policy" table and in the generated
+// reference. Both must say the same (min_speedup_pct was "unset" in one and "(derived)" in the
+// other); numbers compare as numbers ("5e-4" and "5e-04" agree).
+TEST(ConfigDocs, ReadmeGatePolicyDefaultsMatchTheReference) {
+  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  // "| `key` | ... |" rows -> cell `column` (0 = the key) of each, by key.
+  auto rows = [](const std::string& text, size_t column) {
+    std::map<std::string, std::string> out;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("| `", 0) != 0) continue;
+      std::vector<std::string> cells;
+      for (size_t p = 1, q; (q = line.find(" |", p)) != std::string::npos; p = q + 2)
+        cells.push_back(line.substr(p + 1, q - p - 1));
+      if (cells.size() > column) out[cells[0]] = cells[column];
+    }
+    return out;
+  };
+  auto same = [](std::string a, std::string b) {
+    auto value = [](const std::string& s) {  // the backticked value, as a number when it is one
+      const auto a = s.find('`'), b = s.find('`', a + 1);
+      return a == std::string::npos ? s : s.substr(a + 1, b - a - 1);
+    };
+    a = value(a), b = value(b);
+    char* end = nullptr;
+    const double x = std::strtod(a.c_str(), &end);
+    if (!a.empty() && *end == '\0') return std::strtod(b.c_str(), nullptr) == x;
+    return a == b;
+  };
+  const auto policy_at = readme.find("### Gate policy");
+  ASSERT_NE(policy_at, std::string::npos);
+  const auto policy =
+      rows(readme.substr(policy_at, readme.find("\n\n", readme.find("| key", policy_at)) - policy_at), 1);
+  const std::string keys = lockstep::config::keys_markdown();
+  const auto gate_at = keys.find("#### `[gate]`");
+  ASSERT_NE(gate_at, std::string::npos);
+  const auto reference = rows(keys.substr(gate_at), 2);
+  ASSERT_GE(policy.size(), 8u);
+  for (const auto& [key, def] : policy) {
+    ASSERT_TRUE(reference.count(key)) << key;
+    EXPECT_TRUE(same(def, reference.at(key)))
+        << key << ": the Gate policy table says " << def << ", the reference "
+        << reference.at(key);
+  }
 }

@@ -14,8 +14,11 @@
 #include <thread>
 
 #include "harness/dist/comm.h"
+#include "harness/dist/parallel_config.h"
+#include "harness/train/adamw.h"
 #include "harness/train/device.h"
 #include "harness/train/memory.h"
+#include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/profiler.h"
 #include "harness/train/step_graph.h"
@@ -40,17 +43,21 @@ workloads::ModelConfig tiny_model() {
   return m;
 }
 
-train::OptimConfig optim() {
+// The trainer's optimizer update for the sharding layer: AdamW.
+variants::ShardUpdate optim() {
   train::OptimConfig o;
   o.lr = 1e-3;
   o.beta1 = 0.9;
   o.beta2 = 0.95;
   o.eps = 1e-8;
-  return o;
+  return [o](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+             const torch::Tensor& decay, double lr, int64_t t) {
+    train::adamw_update(p, g, m, v, decay, lr, t, o);
+  };
 }
 
-variants::ParallelConfig one_rank(const std::string& backend = "auto", int64_t zero_stage = 0) {
-  return variants::ParallelConfig{1, zero_stage, backend, 25.0, 60.0};
+dist::ParallelConfig one_rank(const std::string& backend = "auto", int64_t zero_stage = 0) {
+  return dist::ParallelConfig{1, zero_stage, backend, 25.0, 60.0};
 }
 
 const OpStat* find_op(const std::vector<OpStat>& ops, const std::string& name) {
@@ -146,7 +153,7 @@ TEST(Sharding, NonfiniteCountIsReducedOnTheCommunicationDevice) {
     EXPECT_EQ(n.numel(), 1);
     EXPECT_EQ(sharding.count_nonfinite_grads(), 0);
     sharding.scale_grads(std::numeric_limits<double>::infinity());  // 0 * inf = NaN: all of them
-    EXPECT_EQ(sharding.count_nonfinite_grads(), sharding.accounting().grad_bytes_per_rank / 4);
+    EXPECT_EQ(sharding.count_nonfinite_grads(), sharding.accounting().grad_bytes / 4);
   }
 }
 

@@ -13,14 +13,40 @@
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
+#include "harness/runs/run_json.h"
 #include "harness/stats/statistics.h"
-#include "reports/run_json.h"
+#include "reports/diagnose/reporters.h"
 
 namespace lockstep::diagnose {
 namespace {
 
 using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The renderers under test, on the reporter interface (reports/diagnose/reporters.h).
+json to_json(const DiagnoseReport& r) {
+  return reports::diagnosis_json(r);
+}
+std::string render_text(const DiagnoseReport& r) {
+  return reports::DiagnosisConsoleReporter().render(r);
+}
+std::string render_markdown(const DiagnoseReport& r) {
+  return reports::DiagnosisMarkdownReporter().render(r);
+}
+std::string render_html(const DiagnoseReport& r) {
+  return reports::DiagnosisHtmlReporter().render(r);
+}
+std::vector<std::filesystem::path> write_diagnosis(const DiagnoseReport& r,
+                                                   const std::filesystem::path& dir) {
+  return reports::write_diagnosis_reports(r, dir);
+}
+json to_json(const StagePlan& p) {
+  return reports::stages_json(p);
+}
+// The plan carries the costs it was made from (StagePlan::costs).
+std::string render_text(const StagePlan& p, const LayerCosts&) {
+  return reports::StagesConsoleReporter().render(p);
+}
 
 // Uniform noise in [-1, 1), deterministic.
 struct Noise {
@@ -358,7 +384,7 @@ TEST(DiagnoseReport, ReadsEveryRankFileAndWritesAtomically) {
     std::ofstream out(dir / (r == 0 ? std::string("metrics.jsonl")
                                     : "metrics.rank" + std::to_string(r) + ".jsonl"));
     for (const auto& rec : run.ranks[static_cast<size_t>(r)])
-      out << reports::to_json(rec).dump() << "\n";
+      out << runs::to_json(rec).dump() << "\n";
   }
   auto rep = diagnose_run(dir);
   EXPECT_EQ(rep.run.world(), 2);

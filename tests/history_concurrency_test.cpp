@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 
+#include "harness/history/store.h"
 #include "harness/util/process.h"
-#include "reports/history/store.h"
 
 namespace fs = std::filesystem;
 using namespace lockstep;

@@ -8,7 +8,8 @@
 #include <iostream>
 
 #include "fixtures/history_fixture.h"
-#include "reports/history/report.h"
+#include "harness/history/report.h"
+#include "reports/history/reporters.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     lockstep::testing::record_demo_history(store);
     const auto report =
         lockstep::history::build_report(store.series(), {}, (dir / "history.sqlite").string());
-    for (const auto& path : lockstep::history::write_report(report, dir))
+    for (const auto& path : lockstep::reports::write_history_reports(report, dir))
       std::cout << path.string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "history_report_fixture: " << e.what() << "\n";

@@ -12,12 +12,13 @@
 
 #include "fixtures/compare_fixture.h"
 #include "fixtures/history_fixture.h"
+#include "harness/history/changepoint.h"
+#include "harness/history/report.h"
+#include "harness/history/schema.h"
+#include "harness/history/sqlite.h"
+#include "harness/history/store.h"
 #include "harness/util/files.h"
-#include "reports/history/changepoint.h"
-#include "reports/history/report.h"
-#include "reports/history/schema.h"
-#include "reports/history/sqlite.h"
-#include "reports/history/store.h"
+#include "reports/history/reporters.h"
 
 namespace lockstep {
 namespace {
@@ -505,6 +506,34 @@ TEST(HistoryReport, ARecentRegressionFailsAndAnImprovementDoesNot) {
   EXPECT_EQ(r.series[0].flags.size(), 2u);  // flagged, as improvements
 }
 
+// One run (or five) cannot show a change: the report says "too few runs" in every format instead
+// of "no change flagged", and counts "1 run", not "1 runs".
+TEST(HistoryReport, TooFewRunsIsSaidAsSuchNotAsNoChange) {
+  for (size_t n : {1, 5}) {
+    const auto r = history::build_report(
+        series_with(std::vector<double>(n, 10000), std::vector<double>(n, 2.1)), {});
+    ASSERT_EQ(r.series.size(), 1u);
+    EXPECT_EQ(r.exit_code, 0);
+    const std::string console = reports::HistoryConsoleReporter().render(r),
+                      md = reports::HistoryMarkdownReporter().render(r),
+                      html = reports::HistoryHtmlReporter().render(r),
+                      json = reports::HistoryJsonReporter().render(r);
+    const std::string want =
+        "too few runs: " + std::to_string(n) + (n == 1 ? " run" : " runs") + " recorded";
+    for (const auto* text : {&console, &md, &html, &json}) {
+      EXPECT_NE(text->find(want), std::string::npos) << *text;
+      EXPECT_EQ(text->find("1 runs"), std::string::npos) << *text;
+    }
+    for (const auto* text : {&console, &md, &html})
+      EXPECT_EQ(text->find("o change flagged"), std::string::npos) << *text;
+  }
+  // Six runs can show a change: judged, and nothing to flag in a flat series.
+  const auto six = history::build_report(
+      series_with(std::vector<double>(6, 10000), std::vector<double>(6, 2.1)), {});
+  const std::string six_console = reports::HistoryConsoleReporter().render(six);
+  EXPECT_NE(six_console.find("6 runs: no change flagged"), std::string::npos) << six_console;
+}
+
 TEST(HistoryReport, LossDriftIsFlaggedSeparatelyFromSpeed) {
   const auto flat = step_series(30, 10000, 0.01, 99, 0, 23);
   std::vector<double> loss(30, 2.1031852);
@@ -542,7 +571,7 @@ TEST(HistoryReport, GroupsByConfigAndMachineAndRendersEveryFormat) {
   EXPECT_EQ(speed, 3);        // tokens/s, MFU and P99, all at point 20
   EXPECT_EQ(r.exit_code, 1);  // the loss drift at 25 is in the window
 
-  auto files = history::write_report(r, tmp / "out");
+  auto files = reports::write_history_reports(r, tmp / "out");
   ASSERT_EQ(files.size(), 3u);
   auto j = nlohmann::json::parse(util::read_file(tmp / "out" / "report.json"));
   EXPECT_EQ(j["exit_code"], 1);

@@ -17,14 +17,15 @@
 #include <vector>
 
 #include "fixtures/compare_fixture.h"
-#include "harness/gate/gate.h"
+#include "harness/compare/gate.h"
 #include "harness/util/files.h"
 #include "reports/console_reporter.h"
+#include "reports/gnuplot.h"
+#include "reports/html_page.h"
 #include "reports/html_reporter.h"
 #include "reports/json_reporter.h"
 #include "reports/junit_reporter.h"
 #include "reports/markdown_reporter.h"
-#include "reports/plots.h"
 
 namespace lockstep::reports {
 namespace {

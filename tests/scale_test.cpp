@@ -1,6 +1,6 @@
 // Tests for `lockstep scale` without running anything: the Amdahl fit (harness/scale/amdahl.h),
 // the batch plan, speed-up and efficiency math, the warnings (harness/scale/scaling.h) and the
-// reports rendered from synthetic points (reports/scale_report.h).
+// reports rendered from synthetic points (reports/scale/reporters.h).
 #include <gtest/gtest.h>
 
 #include "fixtures/scoped_env.h"
@@ -19,7 +19,7 @@
 #include "harness/scale/scaling.h"
 #include "harness/util/files.h"
 #include "reports/reporter.h"
-#include "reports/scale_report.h"
+#include "reports/scale/reporters.h"
 
 namespace lockstep::scale {
 namespace {
@@ -390,14 +390,14 @@ TEST(ScaleReport, JsonCarriesTheValues) {
 
 TEST(ScaleReport, ConsoleAndMarkdownShowTheTable) {
   const auto r = synthetic_result();
-  const std::string c = reports::scale_console(r);
+  const std::string c = reports::ScaleConsoleReporter().render(r);
   EXPECT_TRUE(contains(c, "strong scaling: global batch 8 at every N")) << c;
   EXPECT_TRUE(contains(c, "1.80x")) << c;
   EXPECT_TRUE(contains(c, "90.0%")) << c;
   EXPECT_TRUE(contains(c, "Amdahl fit (strong): P = ")) << c;
   EXPECT_TRUE(contains(c, "64 ranks")) << c;
   EXPECT_TRUE(contains(c, "skipped")) << c;
-  const std::string md = reports::scale_markdown(r);
+  const std::string md = reports::ScaleMarkdownReporter().render(r);
   EXPECT_TRUE(contains(md, "| 2 | 8 | 4 | 1800.0 | 1.80× | 90.0% | 12.0% |")) << md;
   EXPECT_TRUE(contains(md, "base&lt;line&gt;")) << md;  // escaped
   EXPECT_TRUE(contains(md, "same run as strong")) << md;
@@ -405,7 +405,7 @@ TEST(ScaleReport, ConsoleAndMarkdownShowTheTable) {
 
 TEST(ScaleReport, HtmlIsSelfContainedWithThePlot) {
   const auto r = synthetic_result();
-  const std::string h = reports::scale_html(r);
+  const std::string h = reports::ScaleHtmlReporter().render(r);
   EXPECT_EQ(h.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_TRUE(contains(h, "</html>"));
   EXPECT_FALSE(contains(h, "<script"));
@@ -429,7 +429,7 @@ TEST(ScaleReport, HtmlIsSelfContainedWithThePlot) {
 TEST(ScaleReport, WithoutGnuplotThePageStillRenders) {
   ScopedEnv env("LOCKSTEP_GNUPLOT", "/nonexistent/gnuplot");
   const auto r = synthetic_result();
-  const std::string h = reports::scale_html(r);
+  const std::string h = reports::ScaleHtmlReporter().render(r);
   EXPECT_TRUE(contains(h, "plot unavailable")) << h.substr(0, 400);
   EXPECT_TRUE(contains(h, "</html>"));
 }

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "harness/train/adamw.h"
-
 namespace lockstep::variants {
 namespace fs = std::filesystem;
 
@@ -24,12 +22,12 @@ struct Sharding::Unit {
 };
 
 Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
-                   const train::OptimConfig& optim)
+                   ShardUpdate update)
     : model_(model),
       comm_(comm),
       stage_(stage),
       bucket_numel_(std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024 * 1024 / 4))),
-      optim_(optim) {
+      update_(std::move(update)) {
   torch::NoGradGuard no_grad;
   const int64_t W = comm_.world(), r = comm_.rank();
   auto unit_params = model_->unit_parameters();
@@ -252,19 +250,44 @@ void Sharding::step(double lr, int64_t t) {
   torch::NoGradGuard no_grad;
   for (auto& u : units_) {
     auto g = stage_ == 1 ? u->grad.narrow(0, comm_.rank() * u->shard, u->shard) : owned_grad(*u);
-    train::adamw_update(u->master, g, u->m, u->v, u->decay, lr, t, optim_);
+    update_(u->master, g, u->m, u->v, u->decay, lr, t);
   }
   if (stage_ == 1 || stage_ == 2)
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
 }
 
-MemoryAccounting Sharding::accounting() const {
-  MemoryAccounting a;
+std::vector<torch::Tensor> Sharding::split_full(bool grads) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (auto& u : units_) {
+    // Stages 0-2 hold the full parameters after a step, stages 0-1 the full reduced gradient;
+    // otherwise the owned shards are gathered.
+    const bool whole = grads ? stage_ <= 1 : stage_ <= 2;
+    torch::Tensor full = whole ? (grads ? u->grad : u->full).clone()
+                               : torch::empty({u->padded}, u->master.options());
+    if (!whole) comm_.allgather(grads ? u->grad_shard : u->master, full, "all_gather(check)");
+    for (size_t k = 0; k < u->params.size(); ++k)
+      out.push_back(
+          full.narrow(0, u->offsets[k], u->params[k].numel()).view(u->params[k].sizes()).clone());
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> Sharding::full_params() {
+  return split_full(false);
+}
+
+std::vector<torch::Tensor> Sharding::full_grads() {
+  return split_full(true);
+}
+
+ShardMemory Sharding::accounting() const {
+  ShardMemory a;
   for (const auto& u : units_) {
     const int64_t es = u->full.element_size();
-    a.param_bytes_per_rank += (stage_ == 3 ? u->shard : u->padded) * es;
-    a.grad_bytes_per_rank += (stage_ >= 2 ? u->shard : u->padded) * es;
-    a.optimizer_state_bytes_per_rank += 2 * u->master.numel() * es;
+    a.param_bytes += (stage_ == 3 ? u->shard : u->padded) * es;
+    a.grad_bytes += (stage_ >= 2 ? u->shard : u->padded) * es;
+    a.optimizer_state_bytes += 2 * u->master.numel() * es;
   }
   return a;
 }

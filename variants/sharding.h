@@ -13,24 +13,35 @@
 //   stage 3  + parameters sharded: a unit's parameters are all-gathered just before its forward
 //            and again just before its backward (tensor hook on its output), freed after use
 //
-// Every stage runs the same elementwise AdamW (harness/train/adamw.h) on the slice it owns, so
-// ZeRO changes where the math runs, not the math.
+// Every stage runs the same elementwise optimizer update (the trainer passes AdamW,
+// harness/train/adamw.h) on the slice it owns, so ZeRO changes where the math runs, not the math.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "harness/dist/comm.h"
-#include "harness/train/optim_config.h"
-#include "harness/train/records.h"
 #include "workloads/gpt.h"
 
 namespace lockstep::variants {
 
+// The optimizer's elementwise update of one owned slice at 1-based optimizer step t. p, g, m, v,
+// decay: same shape; m and v are the optimizer's state; decay is 1 where weight decay applies
+// (matrices and embeddings) and 0 elsewhere (biases, LayerNorm). Called once per unit per step.
+using ShardUpdate =
+    std::function<void(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+                       const torch::Tensor& decay, double lr, int64_t t)>;
+
+// Bytes one rank holds for parameters, gradients and optimizer state.
+struct ShardMemory {
+  int64_t param_bytes = 0, grad_bytes = 0, optimizer_state_bytes = 0;
+};
+
 class Sharding final : public workloads::UnitHooks {
  public:
   Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
-           const train::OptimConfig& optim);
+           ShardUpdate update);
   ~Sharding() override;
 
   // Before the first micro-step of a step: zeroes (or re-allocates) the gradient buffers.
@@ -49,10 +60,18 @@ class Sharding final : public workloads::UnitHooks {
   void scale_grads(double s);
   // Adds noise ~ N(0, std^2) to the reduced gradient (fault injection: an exploding gradient).
   void perturb_grads(double std, uint64_t seed);
-  // AdamW on the owned slices at 1-based optimizer step t, then re-assembles parameters.
+  // The optimizer update on the owned slices at 1-based optimizer step t, then re-assembles
+  // parameters.
   void step(double lr, int64_t t);
 
-  MemoryAccounting accounting() const;
+  // Every model parameter's full value / full reduced gradient (unit_parameters() order), copies
+  // assembled from the shards: an all-gather where they are sharded (parameters at stage 3,
+  // gradients at stages 2-3), so every rank calls it. For numerics checks
+  // (tests/numerics_test.cpp); the step never calls it.
+  std::vector<torch::Tensor> full_params();
+  std::vector<torch::Tensor> full_grads();
+
+  ShardMemory accounting() const;
   int stage() const { return stage_; }
   int64_t padded_numel() const;
 
@@ -74,12 +93,13 @@ class Sharding final : public workloads::UnitHooks {
   void reduce_unit(Unit& u, bool accumulate);
   void pre_backward(int unit);
   torch::Tensor& owned_grad(Unit& u);
+  std::vector<torch::Tensor> split_full(bool grads);
 
   workloads::GPT& model_;
   dist::Comm& comm_;
   int stage_;
   int64_t bucket_numel_;
-  train::OptimConfig optim_;
+  ShardUpdate update_;
   std::vector<std::unique_ptr<Unit>> units_;
   bool first_micro_ = true;
   int next_to_finalize_ = -1;  // stage 3: the unit whose backward completes next

@@ -1,5 +1,6 @@
-// [precision], [attention], [parallel]: the optimizations a variant switches. Each is owned by
-// its variant layer (precision.h, attention.h, sharding.h) and applied over the unchanged model.
+// [precision], [attention]: the optimizations a variant switches. Each is owned by its variant
+// layer (precision.h, attention.h) and applied over the unchanged model. [parallel], which the
+// sharding layer (sharding.h) reads, is owned by the communicator (harness/dist/parallel_config.h).
 #pragma once
 
 #include <string>
@@ -20,18 +21,8 @@ struct AttentionConfig {
   static AttentionConfig from(const config::Config& cfg);
 };
 
-struct ParallelConfig {
-  int64_t world_size = 1;
-  int64_t zero_stage = 0;
-  std::string backend;  // "auto" | "gloo" | "nccl"
-  double bucket_mb = 0;
-  double timeout_s = 0;  // collective timeout
-  static ParallelConfig from(const config::Config& cfg);
-};
-
 const config::SectionSchema& precision_schema();
 const config::SectionSchema& attention_schema();
-const config::SectionSchema& parallel_schema();
 
 // How a change of precision.compute is judged: tf32 is a no-op on CPU (exact); bf16/fp16 change
 // rounding (approximate: judged against the seed band).

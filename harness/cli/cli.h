@@ -1,6 +1,8 @@
-// The command line (CLI11). Each command lives in its own cmd_*.cpp and registers itself here;
-// the handlers parse flags, call into the harness and pick the exit code. No formatting of
-// results happens in the runner: commands hand results to reporters.
+// The command line (CLI11). The commands live in cmd_*.cpp files, grouped by what they drive
+// (cmd_run: run, calibrate; cmd_compare: compare, bisect, demo; cmd_diagnose: diagnose, stages,
+// trace-check; cmd_config, cmd_history, cmd_scale), each adding its commands through one of the
+// registration functions below; the handlers parse flags, call into the harness and pick the
+// exit code. No formatting of results happens in the runner: commands hand results to reporters.
 #pragma once
 
 #include <functional>

@@ -7,12 +7,15 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
+#include "harness/compare/swap_hint.h"
 #include "harness/exit_codes.h"
+#include "harness/history/store.h"
 #include "harness/util/files.h"
-#include "reports/history/store.h"
+#include "reports/bisect_console.h"
 #include "reports/reporter.h"
 
 namespace lockstep::cli {
@@ -85,7 +88,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       "compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
   cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")
       ->required()
-      ->expected(1, 2);
+      ->expected(1, -1);  // counted in the action, which says what it got (not CLI11's "At Most 2")
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
   cmp->add_option("--steps", o->steps, "override run.steps of both arms")
       ->check(positive_integer());
@@ -111,28 +114,28 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmp->callback([&action, o] {
     action = [o] {
       compare::CompareRequest req;
+      if (o->configs.size() > 2) {
+        std::string got;
+        for (const auto& c : o->configs) got += " " + c;
+        std::cerr << "lockstep compare: takes two configs, BASELINE VARIANT (or --golden FILE "
+                     "VARIANT); got "
+                  << o->configs.size() << ":" << got << "\n";
+        return kExitUsage;
+      }
       if (o->golden.empty() != (o->configs.size() == 2)) {
         std::cerr << "lockstep compare: give BASELINE VARIANT, or --golden FILE VARIANT\n";
         return kExitUsage;
       }
       o->baseline = o->configs.size() == 2 ? o->configs[0] : "";
       o->variant = o->configs.back();
-      if (o->golden.empty()) {
-        if (o->baseline.empty()) {
-          std::cerr << "lockstep compare: BASELINE VARIANT, or --golden FILE VARIANT\n";
-          return kExitUsage;
-        }
-        req.baseline = {"baseline", o->baseline, o->bsets};
-      } else if (!o->baseline.empty()) {
-        std::cerr << "lockstep compare: with --golden give only the VARIANT config\n";
-        return kExitUsage;
-      }
+      if (o->golden.empty()) req.baseline = {"baseline", o->baseline, o->bsets};
       req.variant = {"variant", o->variant, o->vsets};
       req.golden_file = o->golden;
       req.steps = o->steps;
       req.check_step = o->check_step;
       req.repeats = o->repeats;
       req.policy_file = o->policy;
+      check_out_dir(o->out);
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
       req.log = progress_line;
@@ -143,7 +146,10 @@ void add_compare_command(CLI::App& app, Action& action) {
         }
         use_history_reference(req, o->history);
       }
-      return report_and_exit(compare::run_comparison(req), req.out_dir, o->history, !o->no_history);
+      auto result = compare::run_comparison(req);
+      if (auto hint = compare::swapped_arms_hint(result); !hint.empty())
+        result.warnings.push_back(hint);
+      return report_and_exit(result, req.out_dir, o->history, !o->no_history);
     };
   });
 }
@@ -167,6 +173,7 @@ void add_bisect_command(CLI::App& app, Action& action) {
                 "a TOML file whose [gate] section every trial applies (default: the baseline's)");
   b->callback([&action, o] {
     action = [o] {
+      check_out_dir(o->out);
       compare::BisectRequest req;
       req.baseline = o->baseline;
       req.variant = o->variant;
@@ -179,8 +186,11 @@ void add_bisect_command(CLI::App& app, Action& action) {
                               .string()
                         : o->out;
       req.log = progress_line;
+      req.on_trial = [](const compare::CompareResult& r, const std::string& dir) {
+        reports::write_reports(r, dir);
+      };
       auto result = compare::run_bisect(req);
-      std::cout << compare::render_bisect(result);
+      std::cout << reports::BisectConsoleReporter().render(result);
       return result.exit_code;
     };
   });

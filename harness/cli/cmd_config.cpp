@@ -1,4 +1,4 @@
-// `lockstep config show FILE` and `lockstep config diff A B`.
+// `lockstep config show FILE`, `lockstep config diff A B` and `lockstep config keys`.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>

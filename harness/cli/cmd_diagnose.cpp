@@ -6,11 +6,13 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
 #include "harness/exit_codes.h"
+#include "reports/diagnose/reporters.h"
 
 namespace lockstep::cli {
 namespace fs = std::filesystem;
@@ -34,21 +36,22 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
         if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
           throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");
+        check_out_dir(o->out);
         // A run folder with a corrupt file, or an --out that cannot be written, is bad input
         // (exit 2), not a failed run.
         diagnose::DiagnoseReport r;
         std::vector<fs::path> files;
         try {
           r = diagnose::diagnose_run(o->run);
-          files =
-              diagnose::write_diagnosis(r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
+          files = reports::write_diagnosis_reports(
+              r, o->out.empty() ? fs::path(o->run) : fs::path(o->out));
         } catch (const std::runtime_error& e) {
           throw UsageError(e.what());
         }
         if (o->json) {
-          std::cout << diagnose::to_json(r).dump(2) << "\n";
+          std::cout << reports::DiagnosisJsonReporter().render(r);
         } else {
-          std::cout << diagnose::render_text(r);
+          std::cout << reports::DiagnosisConsoleReporter().render(r);
           for (const auto& f : files) std::cout << "  " << f.string() << "\n";
         }
         return kExitPass;
@@ -94,9 +97,9 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
           throw UsageError(e.what());
         }
         if (o->json)
-          std::cout << diagnose::to_json(plan).dump(2) << "\n";
+          std::cout << reports::StagesJsonReporter().render(plan);
         else
-          std::cout << diagnose::render_text(plan, costs);
+          std::cout << reports::StagesConsoleReporter().render(plan);
         return kExitPass;
       };
     });

@@ -1,24 +1,27 @@
 // `lockstep history list|show|export|prune|report`: the recorded runs and comparisons
-// (reports/history/store.h) and the regression report over them (reports/history/report.h).
+// (harness/history/store.h) and the regression report over them (harness/history/report.h,
+// rendered by reports/history/reporters.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/exit_codes.h"
+#include "harness/history/report.h"
+#include "harness/history/sqlite.h"
+#include "harness/history/store.h"
 #include "harness/util/files.h"
-#include "reports/history/report.h"
-#include "reports/history/sqlite.h"
-#include "reports/history/store.h"
-#include "reports/reporter.h"
+#include "reports/history/reporters.h"
+#include "reports/history/wording.h"
 
 namespace lockstep::cli {
 namespace {
 
 std::string opt_value(const std::optional<double>& v, const std::string& metric) {
-  return v ? history::format_value(metric, *v) : "n/a";
+  return v ? reports::history_text::format_value(metric, *v) : "n/a";
 }
 
 std::string metrics_of(const history::Entry& e) {
@@ -27,7 +30,7 @@ std::string metrics_of(const history::Entry& e) {
            opt_value(e.mfu, "mfu") + ", P99 " + opt_value(e.p99_ms, "p99_ms") + ", loss " +
            opt_value(e.final_loss, "final_loss");
   auto pct = [](const std::optional<double>& v) {
-    return v ? history::format_pct(*v) : std::string("n/a");
+    return v ? reports::history_text::format_pct(*v) : std::string("n/a");
   };
   return "vs " + e.baseline_name + ": tokens/s " + pct(e.tokens_per_sec_pct) + ", P99 " +
          pct(e.p99_ms_pct) + " (exit " + std::to_string(e.exit_code) + ")";
@@ -40,8 +43,9 @@ int list(const std::string& db, int64_t limit) {
               "COMMIT", "CONFIG", "HOST", "STATUS", "METRICS");
   for (const auto& e : entries)
     std::printf("%-5lld %-8s %-24s %-8s %-18s %-14s %-10s %s\n", static_cast<long long>(e.id),
-                e.kind.c_str(), e.recorded_at.c_str(), history::short_commit(e.git_commit).c_str(),
-                e.config_name.c_str(), e.host.c_str(), e.status.c_str(), metrics_of(e).c_str());
+                e.kind.c_str(), e.recorded_at.c_str(),
+                reports::history_text::short_commit(e.git_commit).c_str(), e.config_name.c_str(),
+                e.host.c_str(), e.status.c_str(), metrics_of(e).c_str());
   std::cout << entries.size() << " of " << store.count() << " entries in " << store.path().string()
             << "\n";
   return kExitPass;
@@ -87,6 +91,7 @@ struct ReportOpts {
 };
 
 int report(const std::string& db, const ReportOpts& o) {
+  check_out_dir(o.out);
   auto store = history::Store::open(history::resolve_path(db), false);
   const auto points = store.series(o.report.config);
   if (!o.report.config.empty() && points.empty()) {
@@ -95,8 +100,8 @@ int report(const std::string& db, const ReportOpts& o) {
     return kExitUsage;
   }
   const auto r = history::build_report(points, o.report, store.path().string());
-  const auto files = history::write_report(r, o.out);
-  std::cout << history::render_console(r);
+  const auto files = reports::write_history_reports(r, o.out);
+  std::cout << reports::HistoryConsoleReporter().render(r);
   for (const auto& f : files) std::cout << "  " << f.string() << "\n";
   return r.exit_code;
 }

@@ -1,10 +1,11 @@
-// `lockstep run`, `lockstep calibrate` and `lockstep demo`.
+// `lockstep run` and `lockstep calibrate` (`lockstep demo` is in cmd_compare.cpp).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
 
 #include "harness/calibrate.h"
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/compat/torch_compat.h"
 #include "harness/exit_codes.h"
@@ -52,6 +53,7 @@ void add_run_command(CLI::App& app, Action& action) {
                      "apply (--stop-after does)\n";
         return kExitUsage;
       }
+      check_out_dir(req->out);
       return run_training(*req);
     };
   });

@@ -1,5 +1,5 @@
 // `lockstep scale`: strong and weak scaling of one config over several rank counts, with an
-// Amdahl fit (harness/scale/scaling.h) and reports (reports/scale_report.h).
+// Amdahl fit (harness/scale/scaling.h) and reports (reports/scale/reporters.h).
 #include <CLI/CLI.hpp>
 #include <ctime>
 #include <filesystem>
@@ -7,12 +7,13 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
 #include "harness/scale/scaling.h"
 #include "harness/util/files.h"
-#include "reports/scale_report.h"
+#include "reports/scale/reporters.h"
 
 namespace lockstep::cli {
 namespace {
@@ -69,6 +70,7 @@ void add_scale_command(CLI::App& app, Action& action) {
   sc->add_option("--out", o->out, "report folder (default runs/<time>-scale-<name>)");
   sc->callback([&action, o] {
     action = [o] {
+      check_out_dir(o->out);
       scale::ScaleRequest req;
       req.config = o->config;
       req.sets = o->sets;
@@ -84,7 +86,7 @@ void add_scale_command(CLI::App& app, Action& action) {
       req.log = [](const std::string& s) { std::cerr << "[scale] " << s << std::endl; };
       auto result = scale::run_scaling(req);
       auto files = reports::write_scale_reports(result, req.out_dir);
-      std::cout << reports::scale_console(result);
+      std::cout << reports::ScaleConsoleReporter().render(result);
       for (const auto& f : files) std::cout << "  " << f.string() << "\n";
       return result.exit_code;
     };

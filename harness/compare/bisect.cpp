@@ -1,11 +1,8 @@
 #include "harness/compare/bisect.h"
 
-#include <sstream>
-
 #include "harness/compare/analysis.h"
 #include "harness/compare/comparison.h"
 #include "harness/exit_codes.h"
-#include "reports/reporter.h"
 
 namespace lockstep::compare {
 
@@ -33,7 +30,7 @@ BisectResult run_bisect(const BisectRequest& req) {
       req.log(mode + ": " + (applied.empty() ? "(nothing)" : applied.back()) +
               (applied.size() > 1 ? " (+ earlier knobs)" : ""));
     auto r = run_comparison(cr);
-    reports::write_reports(r, cr.out_dir);
+    if (req.on_trial) req.on_trial(r, cr.out_dir);
     BisectTrial t;
     t.mode = mode;
     t.sets = applied;
@@ -71,27 +68,6 @@ BisectResult run_bisect(const BisectRequest& req) {
     out.exit_code = out.culprits.empty() && out.first_failing_cumulative.empty() ? kExitPass
                                                                                  : kExitGateFailed;
   return out;
-}
-
-std::string render_bisect(const BisectResult& r) {
-  std::ostringstream o;
-  o << "\nbisect: " << r.trials.size() << " trials\n";
-  for (const auto& t : r.trials) {
-    o << "  " << (t.verdict == "pass" ? "PASS" : "FAIL") << "  " << t.mode << ":";
-    for (const auto& s : t.sets) o << " " << s;
-    if (!t.detail.empty()) o << "\n        " << t.detail;
-    o << "\n        report: " << t.report_dir << "/report.html\n";
-  }
-  if (r.culprits.empty())
-    o << "no single knob breaks alignment or P99 on its own\n";
-  else {
-    o << "culprit(s):";
-    for (const auto& c : r.culprits) o << " " << c;
-    o << "\n";
-  }
-  if (!r.first_failing_cumulative.empty())
-    o << "the cumulative run first fails when adding " << r.first_failing_cumulative << "\n";
-  return o.str();
 }
 
 }  // namespace lockstep::compare

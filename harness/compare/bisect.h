@@ -1,12 +1,15 @@
 // `lockstep bisect BASELINE VARIANT`: a variant that changes several knobs at once and fails is
 // taken apart. Each changed knob is compared alone against the baseline, then the knobs are applied
 // cumulatively in order; the knob(s) whose own trial breaks loss alignment or regresses P99 are
-// named. Each trial is a full `compare` with its own report folder.
+// named. Each trial is a full `compare` with its own folder; the caller writes its reports
+// (BisectRequest::on_trial) and renders the result (reports/bisect_console.h).
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "harness/compare/result.h"
 
 namespace lockstep::compare {
 
@@ -16,6 +19,9 @@ struct BisectRequest {
       policy_file;  // --policy FILE: the [gate] every trial applies (default: the baseline's)
   int64_t steps = 0, repeats = 0;
   std::function<void(const std::string&)> log;
+  // Called with each trial's judged comparison and its folder as soon as the trial ends (the
+  // CLI writes the trial's reports there, so a later failure loses none).
+  std::function<void(const CompareResult&, const std::string& dir)> on_trial;
 };
 
 struct BisectTrial {
@@ -36,6 +42,5 @@ struct BisectResult {
 };
 
 BisectResult run_bisect(const BisectRequest& req);
-std::string render_bisect(const BisectResult& r);
 
 }  // namespace lockstep::compare

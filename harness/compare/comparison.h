@@ -3,6 +3,13 @@
 // (full-length runs; for approximate knobs also K extra baseline seeds for the seed band), then
 // (2) measure speed with short timing repeats interleaved A B B A A B ... so drift cancels, and
 // check that the repeats reproduce the full runs bit for bit. The gate then decides.
+//
+// Four stages, each a function with its own inputs and outputs:
+//   plan     (plan.h)     request -> ComparisonPlan: configs, policy, knobs, the runs to make
+//   execute  (execute.h)  plan -> the runs' outcomes (child `lockstep run`s)
+//   analyse  (analyse.h)  plan + outcomes -> CompareResult (alignment, determinism, deltas)
+//   gate     (gate.h)     CompareResult -> checks, verdict, exit code
+// Execute and analyse go twice: the timing repeats run only when the alignment runs align.
 #pragma once
 
 #include <functional>
@@ -36,10 +43,12 @@ struct CompareRequest {
 };
 
 // Runs everything and returns the judged result (checks, verdict and exit code filled in).
-// Throws config::ConfigError for bad configs (exit 2).
+// Throws config::ConfigError (a bad config) or UsageError (a bad golden file, a check step past
+// the last step), both exit 2, before any run starts; a failed run is a result (exit 3), never
+// an exception.
 CompareResult run_comparison(const CompareRequest& req);
 
-// Reads a golden file of "step loss" lines; throws std::runtime_error naming file and line.
+// Reads a golden file of "step loss" lines; throws UsageError naming file and line.
 std::vector<double> read_golden(const std::string& path);
 
 }  // namespace lockstep::compare

@@ -1,5 +1,5 @@
 // The outcome of `lockstep compare`: everything the reporters print, as plain data. Computed by
-// harness/compare/analysis.h and harness/gate/gate.h; formatted only by reports/.
+// harness/compare/analyse.h and harness/compare/gate.h; formatted only by reports/.
 #pragma once
 
 #include <cmath>

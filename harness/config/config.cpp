@@ -22,9 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// "file:line:col: key: message"; without ":line:col" when there is no line (a whole file, a
+// command-line flag, a default) and without "key: " when the message is about the file itself.
 std::string format_error(const SourceLoc& loc, const std::string& key, const std::string& msg) {
-  std::string out = loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) +
-                    ": " + key + ": " + msg;
+  std::string out = loc.file;
+  if (loc.line > 0) out += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+  out += ": " + (key.empty() ? std::string() : key + ": ") + msg;
   // Always one line: no '\n', and no '\r' (or other control character) to break it either.
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
@@ -48,6 +51,19 @@ std::string all_keys_hint(const std::string& key, const SectionSchema* within) {
     for (const auto& k : s->keys)
       if (k.name == key) return " (did you mean \"" + s->name + "." + k.name + "\"?)";
   return "";
+}
+
+// " (did you mean \"configs/baseline.toml\"?)" for a config file that does not exist, from the
+// names in the folder it names (the folder as the user wrote it); "" when nothing is close.
+std::string file_hint(const fs::path& file, const std::string& shown) {
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  const std::string m = did_you_mean(file.filename().string(), names);
+  if (m.empty()) return "";
+  return " (did you mean \"" + (fs::path(shown).parent_path() / m).string() + "\"?)";
 }
 
 std::string type_of(const toml::node& n) {
@@ -90,8 +106,10 @@ class Loader {
       const std::string why = fs::is_directory(file, ec) ? "a folder, not a config file"
                               : fs::exists(file, ec)     ? "permission denied"
                                                          : "no such file";
-      if (from) throw ConfigError(*from, from_key, "cannot read \"" + shown + "\": " + why);
-      throw ConfigError(SourceLoc{shown, 0, 0}, "<file>", "cannot read: " + why);
+      const std::string hint = why == "no such file" ? file_hint(file, shown) : "";
+      if (from)
+        throw ConfigError(*from, from_key, "cannot read \"" + shown + "\": " + why + hint);
+      throw ConfigError(SourceLoc{shown, 0, 0}, "", why + hint);
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -144,24 +162,27 @@ class Loader {
     }
   }
 
-  void apply_override(const std::string& text) {
-    const std::string shown = "<--set " + text + ">";
+  // `text` is "section.key=value"; `flag` names a command-line flag that stands for it
+  // ("--steps 10"), which errors and `config show` then name instead of "<--set text>".
+  void apply_override(const std::string& text, const std::string& flag = "") {
+    const std::string shown = flag.empty() ? "<--set " + text + ">" : flag;
+    const int line = flag.empty() ? 1 : 0;  // a flag has no line and column
     auto eq = text.find('=');
     if (eq == std::string::npos)
-      throw ConfigError(SourceLoc{shown, 1, 1}, text, "expected section.key=value");
+      throw ConfigError(SourceLoc{shown, line, line}, text, "expected section.key=value");
     std::string dotted = text.substr(0, eq);
     dotted.erase(0, dotted.find_first_not_of(" \t"));
     dotted.erase(dotted.find_last_not_of(" \t") + 1);
     auto dot = dotted.find('.');
     if (dot == std::string::npos)
-      throw ConfigError(SourceLoc{shown, 1, 1}, dotted, "expected section.key=value");
+      throw ConfigError(SourceLoc{shown, line, line}, dotted, "expected section.key=value");
     std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
     const SectionSchema* schema = find_section(section);
     if (!schema) {
       std::vector<std::string> names;
       for (const auto* s : all_sections()) names.push_back(s->name);
       std::string m = did_you_mean(section, names);
-      throw ConfigError(SourceLoc{shown, 1, 1}, dotted,
+      throw ConfigError(SourceLoc{shown, line, line}, dotted,
                         "unknown section" + (m.empty() ? "" : " (did you mean \"[" + m + "]\"?)"));
     }
     std::string value_text = text.substr(eq + 1);
@@ -179,14 +200,14 @@ class Loader {
                                                        value_text[0])) ||
                                                    value_text[0] == '+' || value_text[0] == '-');
       if (spec && spec->type != Type::String && numeric)
-        throw ConfigError(SourceLoc{shown, 1, 1}, dotted, std::string(e.description()));
+        throw ConfigError(SourceLoc{shown, line, line}, dotted, std::string(e.description()));
       try {
         t = toml::parse("v = \"" + value_text + "\"", std::string_view(shown));
       } catch (const toml::parse_error& e) {
-        throw ConfigError(SourceLoc{shown, 1, 1}, dotted, std::string(e.description()));
+        throw ConfigError(SourceLoc{shown, line, line}, dotted, std::string(e.description()));
       }
     }
-    set(*schema, key, *t.get("v"), SourceLoc{shown, 1, 1});
+    set(*schema, key, *t.get("v"), SourceLoc{shown, line, line});
   }
 
   void set(const SectionSchema& schema, const std::string& key, const toml::node& node,
@@ -222,7 +243,7 @@ class Loader {
         break;
     }
     check_range(*spec, dotted, v, at);
-    cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false};
+    cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false, {}};
   }
 
   static void check_range(const KeySpec& spec, const std::string& dotted, const Value& v,
@@ -266,7 +287,7 @@ class Loader {
       for (const auto& k : s->keys) {
         const std::string dotted = s->name + "." + k.name;
         if (!cfg.entries_.count(dotted))
-          cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true};
+          cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true, {}};
       }
     for (const auto* s : all_sections())
       if (s->finalize) s->finalize(cfg);
@@ -276,10 +297,12 @@ class Loader {
   std::vector<fs::path> stack_;
 };
 
-Config Config::load(const fs::path& file, const std::vector<std::string>& overrides) {
+Config Config::load(const fs::path& file, const std::vector<std::string>& overrides,
+                    const std::vector<FlagOverride>& flags) {
   Loader l;
   l.load_file(file, file.string(), nullptr, "");
   for (const auto& o : overrides) l.apply_override(o);
+  for (const auto& f : flags) l.apply_override(f.assignment, f.flag);
   l.finish(file.string());
   return std::move(l.cfg);
 }
@@ -337,6 +360,7 @@ void Config::resolve(const std::string& key, Value v, const std::string& origin_
   e.value = std::move(v);
   e.loc = where(origin_key);
   e.is_default = !is_set(origin_key);
+  if (origin_key != key) e.derived_from = origin_key;
 }
 
 void Config::fail(const std::string& key, const std::string& message) const {
@@ -354,7 +378,10 @@ std::string Config::to_toml(bool annotate) const {
       if (std::holds_alternative<std::monostate>(e.value)) continue;
       out << k.name << " = " << format_value(e.value);
       if (annotate) {
-        if (e.is_default)
+        // A value a preset chose is the preset's, not the file's that names the preset.
+        if (!e.derived_from.empty())
+          out << "  # from " << e.derived_from << " = " << format_value(value(e.derived_from));
+        else if (e.is_default)
           out << "  # default";
         else if (e.loc.file != path_)
           out << "  # from " << e.loc.file;

@@ -39,14 +39,23 @@ struct Entry {
   Value value;
   SourceLoc loc;
   bool is_default = false;
+  std::string derived_from;  // the key this value was resolved from (model.preset), if another
+};
+
+// A command-line flag that stands for a key (`run --steps 10` for run.steps=10): errors and
+// `config show` name the flag as the user typed it, not an override they never wrote.
+struct FlagOverride {
+  std::string flag;        // "--steps 10"
+  std::string assignment;  // "run.steps=10"
 };
 
 class Config {
  public:
   // Loads FILE (resolving `extends` relative to each file), applies `overrides` (each
-  // "section.key=value", value in TOML syntax), validates and fills defaults.
+  // "section.key=value", value in TOML syntax), then `flags`, validates and fills defaults.
   static Config load(const std::filesystem::path& file,
-                     const std::vector<std::string>& overrides = {});
+                     const std::vector<std::string>& overrides = {},
+                     const std::vector<FlagOverride>& flags = {});
   // The same from text already in memory (tests, fuzzing). `label` names it in errors;
   // `extends` paths resolve against label's folder.
   static Config parse(std::string_view text, const std::string& label,

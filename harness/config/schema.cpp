@@ -82,6 +82,10 @@ KeySpec&& KeySpec::kind(Knob k) && {
   knob = k;
   return std::move(*this);
 }
+KeySpec&& KeySpec::unset_by_default() && {
+  optional = true;
+  return std::move(*this);
+}
 
 const KeySpec* SectionSchema::find(const std::string& key) const {
   for (const auto& k : keys)
@@ -115,9 +119,10 @@ std::string keys_markdown() {
         allowed =
             (k.min ? b(*k.min) : std::string("")) + " .. " + (k.max ? b(*k.max) : std::string(""));
       }
-      const std::string def = std::holds_alternative<std::monostate>(k.def)
-                                  ? "(derived)"
-                                  : "`" + format_value(k.def) + "`";
+      const std::string def = !std::holds_alternative<std::monostate>(k.def)
+                                  ? "`" + format_value(k.def) + "`"
+                              : k.optional ? "unset"
+                                           : "(derived)";
       std::string doc;
       for (char c : k.doc) doc += c == '|' ? std::string("\\|") : std::string(1, c);
       out += "| `" + k.name + "` | " + type_word(k.type) + " | " + def + " | " + allowed + " | " +

@@ -41,6 +41,7 @@ struct KeySpec {
   std::vector<std::string> choices;
   std::string doc;
   Knob knob = Knob::Workload;
+  bool optional = false;  // no default and none derived: unset means the rule is off
 
   static KeySpec Int(std::string name, std::optional<int64_t> def, std::string doc);
   static KeySpec Float(std::string name, std::optional<double> def, std::string doc);
@@ -49,6 +50,7 @@ struct KeySpec {
   KeySpec&& range(std::optional<double> lo, std::optional<double> hi) &&;
   KeySpec&& one_of(std::vector<std::string> c) &&;
   KeySpec&& kind(Knob k) &&;
+  KeySpec&& unset_by_default() &&;  // `config keys` then says "unset", not "(derived)"
 };
 
 struct SectionSchema {
@@ -62,7 +64,8 @@ struct SectionSchema {
   const KeySpec* find(const std::string& key) const;
 };
 
-// Every section the loader accepts, in the order `config show` prints them.
+// Every section the loader accepts, in the order `config show` prints them. Defined above the
+// components that own the sections (harness/sections.cpp), so this layer depends on none of them.
 const std::vector<const SectionSchema*>& all_sections();
 const SectionSchema* find_section(const std::string& name);
 const KeySpec* find_key(const std::string& dotted);

@@ -40,29 +40,8 @@ constexpr double kStragglerRatio = 3;  // own time >= (3-1) x median step above 
 
 using Field = std::function<double(const StepRecord&)>;
 
-std::string fmt(const char* f, double x) {
-  return util::format_number(f, x);
-}
-std::string f0(double x) {
-  return fmt("%.0f", x);
-}
-std::string f1(double x) {
-  return fmt("%.1f", x);
-}
-std::string f2(double x) {
-  return fmt("%.2f", x);
-}
-std::string f3(double x) {
-  return fmt("%.3f", x);
-}
-std::string sci(double x) {
-  return fmt("%.2e", x);
-}
-std::string g3(double x) {
-  return fmt("%.3g", x);
-}
 std::string times(double q) {
-  return q >= 100 ? fmt("%.0fx", q) : fmt("%.1fx", q);
+  return q >= 100 ? util::format_number("%.0fx", q) : util::format_number("%.1fx", q);
 }
 std::string hex(uint64_t h) {
   char buf[32];
@@ -156,9 +135,10 @@ Cause data_cause(const RunRecords& run, const Event& e) {
         best = sc;
         c.evidence =
             "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "") +
-            ": batch entropy " + f2(r->batch_entropy) + " nats vs median " + f2(be.med) +
-            "; repeated-token share " + f2(r->batch_repeat_share) + " vs median " + f2(br.med) +
-            "; replay: batch_hash " + hex(r->batch_hash) +
+            ": batch entropy " + util::format_number("%.2f", r->batch_entropy) +
+            " nats vs median " + util::format_number("%.2f", be.med) + "; repeated-token share " +
+            util::format_number("%.2f", r->batch_repeat_share) + " vs median " +
+            util::format_number("%.2f", br.med) + "; replay: batch_hash " + hex(r->batch_hash) +
             (s == L ? " (the batch the spiking loss was computed on)"
                     : " (trained on " + std::to_string(L - s) + " step(s) before the spike)");
       }
@@ -173,8 +153,10 @@ Cause data_cause(const RunRecords& run, const Event& e) {
       if (const StepRecord* r = run.at(0, s))
         lo = std::min(lo, r->batch_entropy), rep = std::max(rep, r->batch_repeat_share);
     c.evidence = std::isfinite(lo)
-                     ? "batches of " + steps_range(from, L) + " look normal: entropy >= " + f2(lo) +
-                           " nats (median " + f2(be.med) + "), repeated-token share <= " + f2(rep)
+                     ? "batches of " + steps_range(from, L) +
+                           " look normal: entropy >= " + util::format_number("%.2f", lo) +
+                           " nats (median " + util::format_number("%.2f", be.med) +
+                           "), repeated-token share <= " + util::format_number("%.2f", rep)
                      : "no batch statistics at " + steps_range(from, L);
   }
   return c;
@@ -204,8 +186,9 @@ Cause lr_cause(const RunRecords& run, const Event& e) {
     const double sc = clamp01(std::log(q) / std::log(4.0));
     if (sc > c.score) {
       c.score = sc;
-      c.evidence = "LR " + sci(r->lr) + " at step " + std::to_string(s) + " is " + times(q) +
-                   " step " + std::to_string(s - 1) + "'s " + sci(p->lr) +
+      c.evidence = "LR " + util::format_number("%.2e", r->lr) + " at step " + std::to_string(s) +
+                   " is " + times(q) + " step " + std::to_string(s - 1) + "'s " +
+                   util::format_number("%.2e", p->lr) +
                    " (a schedule discontinuity); the loss at step " + std::to_string(L) +
                    " is the first after that update";
     }
@@ -213,9 +196,9 @@ Cause lr_cause(const RunRecords& run, const Event& e) {
   if (c.score > 0) return c;
   const int64_t w = warmup_end(run.main());
   const StepRecord* wr = w ? run.at(0, w) : nullptr;
-  const std::string warm =
-      wr ? "warmup ended at step " + std::to_string(w) + " (peak LR " + sci(wr->lr) + ")"
-         : "no warmup seen in the LR";
+  const std::string warm = wr ? "warmup ended at step " + std::to_string(w) + " (peak LR " +
+                                    util::format_number("%.2e", wr->lr) + ")"
+                              : "no warmup seen in the LR";
   if (wr && w < L && L - w <= 10) {
     c.score = 0.25 * (1.0 - static_cast<double>(L - w - 1) / 10.0);
     c.evidence =
@@ -224,9 +207,11 @@ Cause lr_cause(const RunRecords& run, const Event& e) {
         steps_range(L - 3, L - 1);
   } else {
     const StepRecord* r = run.at(0, L - 1);
-    c.evidence = "no LR jump in " + steps_range(std::max<int64_t>(1, L - 3), L - 1) +
-                 (best_q > 0 ? " (largest step-to-step ratio " + fmt("%.2fx", best_q) + ")" : "") +
-                 (r ? "; LR " + sci(r->lr) : "") + "; " + warm;
+    c.evidence =
+        "no LR jump in " + steps_range(std::max<int64_t>(1, L - 3), L - 1) +
+        (best_q > 0 ? " (largest step-to-step ratio " + util::format_number("%.2fx", best_q) + ")"
+                    : "") +
+        (r ? "; LR " + util::format_number("%.2e", r->lr) : "") + "; " + warm;
   }
   return c;
 }
@@ -275,9 +260,9 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
   }
   const StepRecord* r = run.at(0, best_s);
   c.evidence =
-      "grad norm " + g3(r->grad_norm) + " at step " + std::to_string(best_s) + " = " +
-      times(best_q) + " the median " + g3(b.med) + " of the " + std::to_string(b.n) +
-      " steps before" +
+      "grad norm " + util::format_number("%.3g", r->grad_norm) + " at step " +
+      std::to_string(best_s) + " = " + times(best_q) + " the median " +
+      util::format_number("%.3g", b.med) + " of the " + std::to_string(b.n) + " steps before" +
       (loss_detected_at(e, best_s) ? " (at the loss spike itself: partly its effect)" : "");
   // Per-unit: the largest rise at that step.
   double uq_best = 0;
@@ -295,13 +280,14 @@ Cause grad_cause(const RunRecords& run, const Event& e) {
     double total_sq = 0;
     for (double v : r->unit_grad_norms)
       if (std::isfinite(v)) total_sq += v * v;
-    c.evidence += "; largest per-layer rise: " + unit_name(u_best) + " " + g3(u_val) +
-                  " vs median " + g3(u_med) + " (" + times(uq_best) + ", " +
-                  f0(total_sq > 0 ? 100.0 * u_val * u_val / total_sq : 0) +
+    c.evidence += "; largest per-layer rise: " + unit_name(u_best) + " " +
+                  util::format_number("%.3g", u_val) + " vs median " +
+                  util::format_number("%.3g", u_med) + " (" + times(uq_best) + ", " +
+                  util::format_number("%.0f", total_sq > 0 ? 100.0 * u_val * u_val / total_sq : 0) +
                   "% of the squared norm)";
   }
   if (std::isfinite(growth))
-    c.evidence += "; trend over the 10 steps before: " + fmt("%.2fx", growth);
+    c.evidence += "; trend over the 10 steps before: " + util::format_number("%.2fx", growth);
   return c;
 }
 
@@ -319,26 +305,26 @@ Cause numerics_cause(const RunRecords& run, const Event& e) {
           "step " + std::to_string(s) + (run.world() > 1 ? " rank " + std::to_string(rank) : "");
       if (rank == 0 && !std::isfinite(r->loss)) {
         c.score = std::max(c.score, 1.0);
-        found.push_back("loss " + fmt("%g", r->loss) + " at " + where);
+        found.push_back("loss " + util::format_number("%g", r->loss) + " at " + where);
       }
       if (r->nonfinite_grads > 0 || r->overflow) {
         c.score = std::max(c.score, 0.8);
         found.push_back(std::to_string(r->nonfinite_grads) + " non-finite gradient element(s) at " +
-                        where + " (grad norm " + g3(r->grad_norm) +
+                        where + " (grad norm " + util::format_number("%.3g", r->grad_norm) +
                         (r->skipped ? ", update skipped" : "") + ")");
       }
       const StepRecord* p = run.at(rank, s - 1);
       if (p && r->loss_scale < p->loss_scale) {
         c.score = std::max(c.score, 0.3);
-        found.push_back("loss scale " + g3(p->loss_scale) + " -> " + g3(r->loss_scale) + " at " +
-                        where);
+        found.push_back("loss scale " + util::format_number("%.3g", p->loss_scale) + " -> " +
+                        util::format_number("%.3g", r->loss_scale) + " at " + where);
       }
     }
   if (found.empty()) {
     const StepRecord* r = run.at(0, e.step);
     c.evidence = "no non-finite loss or gradients, overflows or loss-scale drops in " +
                  steps_range(std::max<int64_t>(1, from), to) +
-                 (r ? " (loss scale " + g3(r->loss_scale) + ")" : "");
+                 (r ? " (loss scale " + util::format_number("%.3g", r->loss_scale) + ")" : "");
   } else {
     for (size_t i = 0; i < found.size() && i < 4; ++i) c.evidence += (i ? "; " : "") + found[i];
     if (found.size() > 4) c.evidence += "; +" + std::to_string(found.size() - 4) + " more";
@@ -396,10 +382,11 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
     for (const auto& p : phase_names())
       if (p != "comm" && phase(*r, p) - b.phases.at(p) > ph_ex)
         ph_ex = phase(*r, p) - b.phases.at(p), ph = p;
-    where = "rank " + std::to_string(r_star) + "'s own time (step minus comm) " + f1(own_ms(*r)) +
-            " ms at step " + std::to_string(s_star) + " vs its median " + f1(b.own) +
-            " ms (mostly \"" + ph + "\": " + f1(phase(*r, ph)) + " ms vs median " +
-            f1(b.phases.at(ph)) + ")";
+    where = "rank " + std::to_string(r_star) + "'s own time (step minus comm) " +
+            util::format_number("%.1f", own_ms(*r)) + " ms at step " + std::to_string(s_star) +
+            " vs its median " + util::format_number("%.1f", b.own) + " ms (mostly \"" + ph +
+            "\": " + util::format_number("%.1f", phase(*r, ph)) + " ms vs median " +
+            util::format_number("%.1f", b.phases.at(ph)) + ")";
   }
   // Sync (a): one rank straggles, the others wait in comm.
   bool asym = false;
@@ -421,11 +408,13 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
       asym = true;
       t.sync.score = 0.5 + 0.5 * clamp01(W / E);
       t.sync.evidence = where + ", while no other rank's own time rose more than " +
-                        f1(std::max(0.0, others_own)) + " ms above its median";
+                        util::format_number("%.1f", std::max(0.0, others_own)) +
+                        " ms above its median";
       if (w_rank >= 0)
         t.sync.evidence +=
-            "; rank " + std::to_string(w_rank) + " waited in comm " + f1(w_comm) + " ms at step " +
-            std::to_string(w_step) + " (median " + f1(base[static_cast<size_t>(w_rank)].comm) +
+            "; rank " + std::to_string(w_rank) + " waited in comm " +
+            util::format_number("%.1f", w_comm) + " ms at step " + std::to_string(w_step) +
+            " (median " + util::format_number("%.1f", base[static_cast<size_t>(w_rank)].comm) +
             " ms): one rank straggled and the others waited for it at the next collective";
       else
         t.sync.evidence += "; no other rank's comm time rose";
@@ -460,17 +449,20 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
           t.sync.score = sc;
           std::string losses;
           for (int64_t q = 0; q < run.world(); ++q)
-            losses += (q ? ", " : "") + f3(run.at(q, s)->local_loss);
+            losses += (q ? ", " : "") + util::format_number("%.3f", run.at(q, s)->local_loss);
           t.sync.evidence = "ranks' local losses disagree at step " + std::to_string(s) + ": " +
-                            losses + " (relative spread " + f3(v) + " = " + times(ratio) +
-                            " its median " + f3(b.med) + ")";
+                            losses + " (relative spread " + util::format_number("%.3f", v) + " = " +
+                            times(ratio) + " its median " + util::format_number("%.3f", b.med) +
+                            ")";
         }
       }
     }
     if (t.sync.score == 0)
       t.sync.evidence = "no straggler and no local-loss disagreement across the " +
                         std::to_string(run.world()) + " ranks" +
-                        (b.ok() ? " (local-loss relative spread median " + f3(b.med) + ")" : "");
+                        (b.ok() ? " (local-loss relative spread median " +
+                                      util::format_number("%.3f", b.med) + ")"
+                                : "");
   } else {
     t.sync.evidence = "single rank: no cross-rank signal";
   }
@@ -478,17 +470,19 @@ Timing timing_causes(const RunRecords& run, const Event& e, double others_max) {
   if (!slow) {
     const StepRecord* r = run.at(0, e.step);
     t.hardware.evidence =
-        "no slow step" + (r && std::isfinite(base[0].step)
-                              ? " (step " + std::to_string(e.step) + ": " + f1(r->step_ms) +
-                                    " ms vs median " + f1(base[0].step) + " ms)"
-                              : "");
+        "no slow step" +
+        (r && std::isfinite(base[0].step)
+             ? " (step " + std::to_string(e.step) + ": " + util::format_number("%.1f", r->step_ms) +
+                   " ms vs median " + util::format_number("%.1f", base[0].step) + " ms)"
+             : "");
   } else {
     const Detection* worst = nullptr;
     for (const auto& d : e.detections)
       if (d.kind == "step_time" && (!worst || d.value / d.median > worst->value / worst->median))
         worst = &d;
     const std::string slow_txt = "step " + std::to_string(worst->step) + " took " +
-                                 f1(worst->value) + " ms vs median " + f1(worst->median) + " ms (" +
+                                 util::format_number("%.1f", worst->value) + " ms vs median " +
+                                 util::format_number("%.1f", worst->median) + " ms (" +
                                  times(worst->value / worst->median) + ") on rank " +
                                  std::to_string(worst->rank);
     if (asym) {

@@ -1,16 +1,9 @@
-// `lockstep diagnose` output: text (stdout), JSON, Markdown and a self-contained HTML page (the
-// loss curve drawn by gnuplot with each event marked, the step time per rank, a causes table per
-// event). write_diagnosis() puts diagnosis.json / .md / .html into a folder atomically.
-//
-// JSON schema (the contract; extra fields may be added, never removed):
-//   {"spikes": [{"step": k, "causes": [{"cause": "data"|"lr"|"grad"|"numerics"|"hardware"|"sync",
-//                                      "score": x, "evidence": "..."}, ...]}, ...]}
-// with causes sorted most likely first. Extras: "run", "name", "steps", "ranks", "status",
-// "thresholds", and per spike "last_step", "kind", "explained", "detections".
+// `lockstep diagnose`: a run folder's records, every event in them and its ranked causes
+// (spikes.h, causes.h), as one result. Rendered by reports/diagnose/reporters.h (text, JSON,
+// Markdown, HTML; the JSON schema is there).
 #pragma once
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,16 +24,5 @@ struct DiagnoseReport {
 DiagnoseReport diagnose_run(const std::filesystem::path& run_dir, const SpikeThresholds& t = {});
 // The same on records already in memory.
 DiagnoseReport diagnose_records(RunRecords run, const SpikeThresholds& t = {});
-
-nlohmann::json to_json(const DiagnoseReport& r);
-std::string render_text(const DiagnoseReport& r);
-std::string render_markdown(const DiagnoseReport& r);
-std::string render_html(
-    const DiagnoseReport& r);  // never fails: a plot gnuplot cannot draw says why
-
-// Writes diagnosis.json, diagnosis.md and diagnosis.html into dir (created if needed), each
-// atomically; returns their paths.
-std::vector<std::filesystem::path> write_diagnosis(const DiagnoseReport& r,
-                                                   const std::filesystem::path& dir);
 
 }  // namespace lockstep::diagnose

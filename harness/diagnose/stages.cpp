@@ -2,22 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 
-#include "harness/util/files.h"
-#include "harness/util/format.h"
+#include "harness/runs/run_folder.h"
 
 namespace lockstep::diagnose {
 using nlohmann::json;
 
 namespace {
-
-std::string fmt(const char* f, double x) {
-  return util::format_number(f, x);
-}
 
 double unit_ms(const UnitCost& u) {
   return u.forward_ms + u.backward_ms;
@@ -59,13 +52,7 @@ LayerCosts layer_costs_from_json(const json& j, const std::string& where) {
 }
 
 LayerCosts read_layer_costs(const std::filesystem::path& path) {
-  json j;
-  try {
-    j = json::parse(util::read_file(path));
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + ": not JSON: " + e.what());
-  }
-  return layer_costs_from_json(j, path.string());
+  return layer_costs_from_json(runs::read_layer_costs(path), path.string());
 }
 
 std::string Stage::units() const {
@@ -170,72 +157,8 @@ StagePlan plan_stages(const LayerCosts& c, int64_t stages, int64_t m) {
   p.optimal = split_from_sizes(c, optimal_sizes(c, stages), m);
   p.naive = split_from_sizes(c, naive_sizes(c.blocks(), stages), m);
   p.speedup = p.optimal.step_ms > 0 ? p.naive.step_ms / p.optimal.step_ms : 1.0;
+  p.costs = c;
   return p;
-}
-
-std::string render_text(const StagePlan& p, const LayerCosts& c) {
-  std::ostringstream o;
-  double total = 0;
-  for (const auto& u : c.units) total += unit_ms(u);
-  o << "lockstep stages: " << c.blocks() << " blocks into " << p.stages << " pipeline stages, "
-    << p.microbatches << " micro-batches (GPipe); measured cost " << fmt("%.2f", total)
-    << " ms/step (forward + backward)";
-  if (c.steps > 0) o << " over " << c.steps << " steps";
-  std::string units;
-  for (const auto& u : c.units)
-    units += (units.empty() ? "" : "; ") + u.name + " " + fmt("%.2f", unit_ms(u));
-  o << "\n  units (ms): " << units << "\n";
-  for (auto [name, s] :
-       {std::pair<const char*, const Split*>{"optimal", &p.optimal}, {"naive", &p.naive}}) {
-    o << "\n"
-      << name << " split: slowest stage " << fmt("%.2f", s->max_ms) << " ms, imbalance "
-      << fmt("%.1f", s->imbalance_pct) << "%, pipeline step " << fmt("%.2f", s->step_ms)
-      << " ms (bubble " << fmt("%.2f", s->bubble_ms)
-      << " ms = " << fmt("%.1f", 100 * s->bubble_share) << "% of the step; efficiency "
-      << fmt("%.1f", 100 * s->efficiency) << "%)\n";
-    for (size_t i = 0; i < s->stages.size(); ++i) {
-      const auto& st = s->stages[i];
-      char line[200];
-      std::snprintf(line, sizeof line, "  stage %zu  %-36s fwd %8.2f  bwd %8.2f  total %8.2f ms\n",
-                    i, st.units().c_str(), st.forward_ms, st.backward_ms, st.ms());
-      o << line;
-    }
-  }
-  o << "\noptimal vs naive: pipeline step " << fmt("%.2f", p.optimal.step_ms) << " vs "
-    << fmt("%.2f", p.naive.step_ms) << " ms (" << fmt("%.2fx", p.speedup) << ")\n"
-    << "bubble model: step = (m + P - 1) * slowest / m; bubble share = (P - 1) / (m + P - 1)\n";
-  return o.str();
-}
-
-json to_json(const StagePlan& p) {
-  auto split = [&](const Split& s) {
-    json stages = json::array();
-    for (const auto& st : s.stages)
-      stages.push_back({{"units", st.units()},
-                        {"first_block", st.first_block},
-                        {"last_block", st.last_block},
-                        {"blocks", st.last_block - st.first_block + 1},
-                        {"embedding", st.has_embedding},
-                        {"head", st.has_head},
-                        {"forward_ms", st.forward_ms},
-                        {"backward_ms", st.backward_ms},
-                        {"ms", st.ms()}});
-    return json{{"stages", stages},
-                {"max_ms", s.max_ms},
-                {"mean_ms", s.mean_ms},
-                {"imbalance_pct", s.imbalance_pct},
-                {"step_ms", s.step_ms},
-                {"bubble_ms", s.bubble_ms},
-                {"bubble_share", s.bubble_share},
-                {"efficiency", s.efficiency}};
-  };
-  return json{{"stages", p.stages},
-              {"microbatches", p.microbatches},
-              {"optimal", split(p.optimal)},
-              {"naive", split(p.naive)},
-              {"speedup", p.speedup},
-              {"bubble_formula",
-               "step = (m + P - 1) * max_stage / m; bubble_share = (P - 1) / (m + P - 1)"}};
 }
 
 }  // namespace lockstep::diagnose

@@ -1,6 +1,7 @@
 // Pipeline stage balance (`lockstep stages RUN_DIR --stages P`): from the measured cost of each
-// model unit (RUN_DIR/layer_costs.json, written by the trainer's profiler), the optimal contiguous
-// split of the model into P pipeline stages against the naive equal split of blocks.
+// model unit (RUN_DIR/layer_costs.json: measured by the trainer's profiler, written by the run
+// folder, harness/runs/run_folder.h), the optimal contiguous split of the model into P pipeline
+// stages against the naive equal split of blocks. Rendered by reports/diagnose/reporters.h.
 //
 // layer_costs.json: {"steps": N, "units": [{"name": "embedding", "forward_ms": x, "backward_ms":
 // y},
@@ -64,6 +65,7 @@ struct StagePlan {
   int64_t stages = 0, microbatches = 0;
   Split optimal, naive;
   double speedup = 0;  // naive.step_ms / optimal.step_ms
+  LayerCosts costs;    // what the split was planned from
 };
 
 // Throws std::invalid_argument when P < 1, P > blocks, or m < 1.
@@ -73,8 +75,5 @@ std::vector<size_t> optimal_sizes(const LayerCosts& c, int64_t stages);
 std::vector<size_t> naive_sizes(size_t blocks, int64_t stages);
 StagePlan plan_stages(const LayerCosts& c, int64_t stages,
                       int64_t microbatches = 0);  // 0 = 4 * stages
-
-std::string render_text(const StagePlan& p, const LayerCosts& c);
-nlohmann::json to_json(const StagePlan& p);
 
 }  // namespace lockstep::diagnose

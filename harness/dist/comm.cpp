@@ -35,7 +35,7 @@ void WaitTime::merge(WaitTime&& other) {
   other = WaitTime();
 }
 
-Comm::Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device)
+Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device)
     : rank_(who.rank),
       world_(who.world_size),
       device_(device),

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/dist/parallel_config.h"
 #include "harness/dist/rendezvous.h"
-#include "variants/variant_config.h"
 
 namespace lockstep::dist {
 
@@ -54,7 +54,7 @@ class Comm {
   // Connects to the job's store and builds the process group (world_size > 1, or a backend named
   // explicitly), or a local no-op communicator. `backend` "auto" picks nccl on CUDA (when
   // LibTorch has it), gloo otherwise. Every collective's tensors must live on `device`.
-  Comm(const RankInfo& who, const variants::ParallelConfig& cfg, const torch::Device& device);
+  Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device);
   ~Comm();
 
   int rank() const { return rank_; }
@@ -83,7 +83,8 @@ class Comm {
   // The collective this rank is waiting in right now; on NCCL (the host does not wait) the last
   // one issued. "" when none: read by the watchdog.
   std::string in_flight() const;
-  // Whether reduce_scatter is native or emulated by an all-reduce (Gloo in LibTorch 1.13).
+  // Whether reduce_scatter is native, or emulated by one reduce per shard, each to its owner
+  // (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
 
  private:

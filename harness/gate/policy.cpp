@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "harness/util/format.h"
+
 namespace lockstep::gate {
 
 using config::KeySpec;
@@ -35,11 +37,13 @@ const config::SectionSchema& gate_schema() {
           KeySpec::Float("min_speedup_pct", std::nullopt,
                          "tokens/s must improve significantly by at least this")
               .range(-100, 1e6)
-              .kind(Knob::None),
+              .kind(Knob::None)
+              .unset_by_default(),
           KeySpec::Float("min_memory_saving_pct", std::nullopt,
                          "peak memory per rank must fall by at least this")
               .range(-1e6, 100)
-              .kind(Knob::None),
+              .kind(Knob::None)
+              .unset_by_default(),
       },
       nullptr,
   };
@@ -83,7 +87,8 @@ std::string Policy::describe() const {
   if (min_memory_saving_pct)
     o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
   o << "every reported value finite\n"
-    << "significance: alpha " << alpha << ", " << repeats << " repeats per arm, 95% bootstrap CIs ("
+    << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
+    << " per arm, 95% bootstrap CIs ("
     << bootstrap << " resamples)";
   return o.str();
 }

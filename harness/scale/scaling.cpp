@@ -1,47 +1,25 @@
 #include "harness/scale/scaling.h"
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
+#include "harness/runs/child_run.h"
 #include "harness/stats/statistics.h"
-#include "harness/util/files.h"
+#include "harness/util/format.h"
 #include "harness/util/process.h"
-#include "reports/run_json.h"
 
 namespace lockstep::scale {
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kRunTimeoutS = 3600;
 constexpr double kBusyLoad = 0.5;
-
-std::string fmt(double x, int decimals) {
-  if (!std::isfinite(x)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  return buf;
-}
-
-long available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 // One distinct run configuration (n, global batch); strong and weak points may share one.
 struct Job {
@@ -55,62 +33,35 @@ struct Job {
   std::vector<std::string> dirs;
 };
 
-struct RunOutcome {
+// One run of a point: its outcome, or why it does not count ("status: reason").
+struct PointRun {
   bool ok = false;
   RunSummary summary;
-  std::string failure;  // "status: reason"
+  std::string failure;
 };
 
-RunOutcome run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, const fs::path& dir) {
-  fs::remove_all(dir);  // a previous series' summary.json must never stand in for this run's
-  fs::create_directories(dir);
-  // --no-history: the points are parts of this series, not runs to track on their own.
-  std::vector<std::string> argv{util::self_exe(), "run", req.config, "--nproc",
-                                std::to_string(j.n)};
-  for (const auto& s : req.sets) argv.push_back("--set"), argv.push_back(s);
-  argv.push_back("--set"), argv.push_back("parallel.world_size=" + std::to_string(j.n));
-  if (j.set_batch)
-    argv.push_back("--set"), argv.push_back("data.batch_size=" + std::to_string(j.batch));
-  argv.insert(argv.end(), {"--stop-after", std::to_string(stop_after), "--out", dir.string(),
-                           "--quiet", "--no-history"});
-
-  const fs::path log = dir / "lockstep.log";
-  util::ExitStatus st;
-  try {
-    st = util::wait_for(util::spawn(argv, log, j.label), kRunTimeoutS);
-  } catch (const std::exception& e) {
-    return RunOutcome{false, {}, std::string("could not start: ") + e.what()};
-  }
-  RunOutcome o;
-  const fs::path summary = dir / "summary.json";
-  std::string status = "ok", failure;
-  if (fs::exists(summary)) {
-    try {
-      o.summary = reports::read_summary(summary);
-      status = o.summary.status;
-      failure = o.summary.failure;
-      if (o.summary.failed_step)
-        failure = "at step " + std::to_string(o.summary.failed_step) + ": " + failure;
-    } catch (const std::exception& e) {
-      status = "unreadable summary";
-      failure = e.what();
-    }
-  } else if (st.code == 0) {
-    status = "no summary";
-    failure = "the run exited 0 but wrote no summary.json";
-  }
-  if (st.code != 0 && status == "ok") {
-    status = st.code == kExitUsage ? "config error" : "crashed";
-    failure = st.describe() + ": " + util::last_nonempty_line(log);
-  }
-  if (status == "ok" &&
-      !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
+PointRun run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, const fs::path& dir) {
+  runs::RunJob job;
+  job.label = j.label;
+  job.config = req.config;
+  job.nproc = j.n;
+  job.sets = req.sets;
+  job.sets.push_back("parallel.world_size=" + std::to_string(j.n));
+  if (j.set_batch) job.sets.push_back("data.batch_size=" + std::to_string(j.batch));
+  job.stop_after = stop_after;
+  job.dir = dir;
+  const runs::RunOutcome o = runs::run_child(job);
+  std::string status = o.status, failure = o.failure;
+  if (o.failed_step) failure = "at step " + std::to_string(o.failed_step) + ": " + failure;
+  if (o.ok() && !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
     status = "no throughput";
     failure = "no timed step recorded (timed steps: " + std::to_string(o.summary.timed_steps) + ")";
   }
-  o.ok = status == "ok";
-  if (!o.ok) o.failure = status + (failure.empty() ? "" : ": " + failure);
-  return o;
+  PointRun p;
+  p.ok = status == "ok";
+  p.summary = o.summary;
+  if (!p.ok) p.failure = status + (failure.empty() ? "" : ": " + failure);
+  return p;
 }
 
 double share_of(const RunSummary& s, const std::string& phase) {
@@ -222,7 +173,8 @@ void finish_result(ScaleResult& r) {
         " cores, so the figures measure the harness's scaling on this box, not a cluster's");
   if (std::isfinite(r.load_average) && r.load_average >= kBusyLoad)
     r.warnings.push_back("the host was busy when the series started (1-minute load average " +
-                         fmt(r.load_average, 2) + " on " + std::to_string(r.host_cores) +
+                         util::format_number("%.2f", r.load_average) + " on " +
+                         std::to_string(r.host_cores) +
                          " cores): other work competes for the cores and the timings are noisy");
   for (const auto& s : r.series) {
     if (s.fit.superlinear || s.fit.slowdown || s.fit.poor)
@@ -306,7 +258,7 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   r.base_batch = base.integer("data.batch_size");
   r.threads_per_rank = base.integer("run.threads");
   r.device = base.str("run.device");
-  r.host_cores = available_cores();
+  r.host_cores = util::available_cores();
   double load[1] = {NAN};
   if (::getloadavg(load, 1) == 1) r.load_average = load[0];
 
@@ -408,8 +360,8 @@ ScaleResult run_scaling(const ScaleRequest& req) {
           continue;
         }
         if (r.env.empty()) r.env = o.summary.env;
-        log("  " + fmt(o.summary.tokens_per_sec, 1) + " tokens/s, comm " +
-            fmt(100 * share_of(o.summary, "comm"), 1) + "% of the step");
+        log("  " + util::format_number("%.1f", o.summary.tokens_per_sec) + " tokens/s, comm " +
+            util::format_number("%.1f", 100 * share_of(o.summary, "comm")) + "% of the step");
         j.summaries.push_back(o.summary);
       }
     }

@@ -1,40 +1,59 @@
-// [faults]: deliberate faults for tests and demos. The trainer consults FaultConfig at fixed
-// points of the step; with the defaults nothing is injected.
+// Deliberate faults ([faults], fault_config.h) at named points of the step. The trainer calls
+// every hook on every step; with the defaults each is one comparison and changes nothing, so a
+// run without faults computes exactly what it would without the injector.
+//
+//   at_step_start  kill_rank/kill_at: this rank dies by SIGKILL (no cleanup, like a lost node)
+//   lr             lr_spike_at: the learning rate jumps 30x
+//   on_batch       corrupt_batch_at: a degenerate batch (the first token repeated)
+//   on_loss        nonfinite_at: the loss becomes NaN
+//   on_grads       grad_blowup_at: noise 1e3 x the gradients' RMS on the reduced gradient
+//   delay          stall_every, stall_rank/stall_at: sleep stall_ms; slowdown_pct: busy time
 #pragma once
 
 #include <cstdint>
+#include <string>
 
-#include "harness/config/config.h"
+#include "harness/compat/torch_compat.h"
+#include "harness/train/fault_config.h"
+
+namespace lockstep::variants {
+class Sharding;
+}
 
 namespace lockstep::train {
 
-struct FaultConfig {
-  int64_t stall_every = 0;  // sleep stall_ms in one step of every n (0 = off)
-  int64_t stall_ms = 0;
-  double slowdown_pct = 0;       // extra sleep per step, as a share of the measured step time
-  int64_t nonfinite_at = 0;      // loss becomes NaN at this step (0 = off)
-  int64_t corrupt_batch_at = 0;  // feed a degenerate batch (one repeated token) at this step
-  int64_t lr_spike_at = 0;       // multiply the LR by 30 at this step
-  int64_t grad_blowup_at = 0;    // multiply gradients by 1e4 (before clipping) at this step
-  int64_t stall_rank = -1;       // this rank sleeps stall_ms at step stall_at
-  int64_t stall_at = 0;
-  int64_t kill_rank = -1;  // this rank SIGKILLs itself at step kill_at (fault-tolerance tests)
-  int64_t kill_at = 0;
+class FaultInjector {
+ public:
+  FaultInjector() = default;
+  // `seed` seeds the gradient noise (with the step), so an injected blow-up is reproducible.
+  FaultInjector(const FaultConfig& cfg, int rank, uint64_t seed)
+      : cfg_(cfg), rank_(rank), seed_(seed) {}
 
-  bool stalls_at(int64_t step) const { return stall_every > 0 && step % stall_every == 0; }
-  bool any() const;
+  // Before anything of the step runs.
+  void at_step_start(int64_t step) const;
+  // The learning rate the step runs with, given the schedule's.
+  double lr(int64_t step, double scheduled) const {
+    return scheduled * (cfg_.lr_spike_at == step ? 30.0 : 1.0);
+  }
+  // A micro-batch's tokens on the host, (B, T+1) row-major, before anything reads them.
+  void on_batch(int64_t step, int64_t* tokens, int64_t n) const;
+  // The micro-batch's reported and differentiated loss, right after the forward.
+  void on_loss(int64_t step, torch::Tensor& loss, torch::Tensor& train_loss) const;
+  // Whether on_loss changes the loss at `step` (such a step's backward must run eagerly, from it).
+  bool changes_loss(int64_t step) const { return cfg_.nonfinite_at == step; }
+  // The reduced, unscaled gradients, before their norm is taken and before clipping.
+  void on_grads(int64_t step, variants::Sharding& grads) const;
+  // After the optimizer: injected delays, part of the step. `step_started_ns` is when the step
+  // began (steady clock, as Progress::step_started_ns), for slowdown_pct's share of the step.
+  void delay(int64_t step, int64_t step_started_ns) const;
 
-  static FaultConfig from(const config::Config& cfg);
+  // For a non-finite loss at `step`: " (injected: faults.nonfinite_at)" when on_loss caused it.
+  std::string nonfinite_note(int64_t step) const;
+
+ private:
+  FaultConfig cfg_;
+  int rank_ = 0;
+  uint64_t seed_ = 0;
 };
-
-const config::SectionSchema& faults_schema();
-
-struct CheckpointConfig {
-  int64_t every = 0;  // steps between checkpoints (0 = off)
-  int64_t keep = 1;   // completed checkpoints kept on disk
-  static CheckpointConfig from(const config::Config& cfg);
-};
-
-const config::SectionSchema& checkpoint_schema();
 
 }  // namespace lockstep::train

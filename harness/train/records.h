@@ -100,7 +100,7 @@ struct RunSummary {
   Percentiles step_ms;
   std::map<std::string, double> phase_share;  // phase -> share of the timed step time (0..1)
   std::map<std::string, double> phase_ms_mean;
-  std::string bound;              // "compute" | "input" | "communication"
+  std::string bound;  // "compute-bound" | "input-bound" | "comm-bound"; "unknown" untimed
   int64_t peak_memory_bytes = 0;  // peak tensor bytes from the allocator
   int64_t peak_rss_bytes = 0;     // process high-water mark
   MemoryAccounting memory;

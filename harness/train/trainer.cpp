@@ -1,17 +1,15 @@
 #include "harness/train/trainer.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "harness/dist/comm.h"
-#include "harness/run_config.h"
+#include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
+#include "harness/train/checkpoint_config.h"
 #include "harness/train/device.h"
 #include "harness/train/faults.h"
 #include "harness/train/memory.h"
@@ -19,7 +17,8 @@
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/profile_config.h"
-#include "harness/train/profiler.h"
+#include "harness/train/profile_window.h"
+#include "harness/train/run_config.h"
 #include "harness/train/stability.h"
 #include "harness/train/step_graph.h"
 #include "harness/train/trace.h"
@@ -30,7 +29,6 @@
 #include "workloads/gpt.h"
 
 namespace lockstep::train {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -40,19 +38,15 @@ int64_t now_ns() {
       .count();
 }
 
-// Extra work, not idleness: a sleeping core lets the host shift time back to the next step (on this
-// VM a 10% sleep measured as a 0-3% slowdown), a busy core does not.
-void spin_ms(double ms) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
+// One micro-batch: inputs and next-token targets.
+struct Batch {
+  torch::Tensor x, y;  // (B, T), (B, T)
+};
 
-void sleep_ms(double ms) {
-  if (ms > 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
-}
+// One micro-batch's loss: what is reported, and what is differentiated (+ regularizers).
+struct Losses {
+  torch::Tensor reported, train;  // scalars
+};
 
 }  // namespace
 
@@ -63,9 +57,9 @@ struct Trainer::Impl {
   OptimConfig optim;
   StabilityConfig stability;
   OutlierWindow outliers{50};
-  FaultConfig faults;
+  FaultInjector faults;
   CheckpointConfig ckpt_cfg;
-  variants::ParallelConfig par;
+  dist::ParallelConfig par;
   TrainOptions opts;
   torch::Device device{torch::kCPU};
   dist::RankInfo who;
@@ -77,19 +71,17 @@ struct Trainer::Impl {
   std::unique_ptr<variants::Sharding> sharding;
   Progress progress;
   ProfileConfig prof;
-  OpProfiler ops;
-  std::unique_ptr<LayerTimer> layers;
+  std::shared_ptr<TraceLog> trace;
+  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
+  std::unique_ptr<ProfileWindow> window;
   std::unique_ptr<NvtxLayers> nvtx_layers;  // [profile] nvtx
   std::unique_ptr<compat::NvtxRange> step_range, phase_range;
   std::unique_ptr<StepGraph> graph;  // [run] cuda_graphs
-  std::shared_ptr<TraceLog> trace;
-  std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
-  bool profiling = false;
-  bool profiler_warming = false;
-  size_t trace_mark = 0;  // trace size when the profiler's warm-up step began
-  int64_t profiled = 0;
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
+
+  // The pieces of one step, in the order run_steps calls them. Each names the phase it is in for
+  // the watchdog (Progress::phase); run_steps books the time at the phase boundaries.
 
   // Where the step is (the watchdog reads it); with [profile] nvtx, an NVTX range per phase.
   void phase(const char* p) {
@@ -98,29 +90,46 @@ struct Trainer::Impl {
     phase_range.reset();
     phase_range = std::make_unique<compat::NvtxRange>(true, p);
   }
-
-  // One micro-step's forward: (reported cross-entropy, the loss that is differentiated).
-  std::pair<torch::Tensor, torch::Tensor> forward_loss(const torch::Tensor& x,
-                                                       const torch::Tensor& y) {
-    auto scope = precision->forward_scope();
-    auto logits =
-        model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
-    auto loss = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
-    auto train_loss = stability.z_loss > 0
-                          ? loss + stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
-                          : loss;
-    return {loss, train_loss};
+  // Ends the step's and the phase's NVTX ranges (at the step's end, and when a run stops early).
+  void end_ranges() {
+    phase_range.reset();
+    step_range.reset();
   }
 
-  // Ends a profiler warm-up: its counts and trace events are dropped (callbacks stay as they are).
-  void discard_profiler_warmup() {
-    ops.reset();
-    layers->reset();
-    if (trace) trace->drop_since(trace_mark, "op");
-    profiler_warming = false;
+  // A new step's record: who, how many tokens, its learning rate, whether it is timed.
+  StepRecord begin_step(int64_t step) {
+    progress.step = step;
+    progress.step_started_ns = now_ns();
+    if (prof.nvtx)
+      step_range =
+          std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
+    StepRecord rec;
+    rec.step = step;
+    rec.rank = who.rank;
+    rec.tokens = data_cfg.batch_size * data_cfg.grad_accum * model_cfg.seq_len;
+    // Warmup steps are never timed, nor are the profile window's steps (also when a resume lands
+    // inside the window and the profiler never starts), nor the first warmup_steps steps of a
+    // resumed process: it is as cold as a fresh one.
+    const bool cold = first_step > 1 && step < first_step + run.warmup_steps;
+    rec.timed = step > run.warmup_steps && !prof.covers(step, run.warmup_steps) && !cold;
+    rec.lr = faults.lr(step, optim.lr_at(step, run.steps));
+    faults.at_step_start(step);
+    window->before_step(step);
+    if (window->profiling()) rec.timed = false;
+    return rec;
   }
 
-  torch::Tensor make_batch(int64_t step, int64_t micro, workloads::BatchStats* stats) {
+  // [run] cuda_graphs replays the step's forward and backward from step 2 (shapes static, kernels
+  // and allocator warm), except where hooks, host clocks or an injected fault must run (profiled
+  // and warm-up steps, faults.nonfinite_at).
+  bool graphed(int64_t step) const {
+    return graph && step >= 2 && !window->hooks_on() && !faults.changes_loss(step);
+  }
+
+  // Data: this rank's rows of the global micro-batch, a pure function of (seed, step, micro,
+  // rank). The first micro-batch's statistics go into the record (the spike diagnosis reads them).
+  Batch data(int64_t step, int64_t micro, StepRecord& rec) {
+    phase("data");
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
     // On CUDA the batch is built in pinned memory and copied without a host sync (a copy from
     // pageable memory would first wait for the stream); the allocator keeps the buffer until then.
@@ -130,9 +139,172 @@ struct Trainer::Impl {
     int64_t* p = buf.data_ptr<int64_t>();
     for (int64_t row = 0; row < B; ++row)
       source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
-    if (faults.corrupt_batch_at == step) buf.fill_(p[0]);  // a degenerate batch: one token repeated
-    if (stats) *stats = workloads::batch_stats(p, static_cast<size_t>(B * L));
-    return buf.to(device, /*non_blocking=*/device.is_cuda());
+    faults.on_batch(step, p, B * L);
+    if (micro == 0) {
+      const auto st = workloads::batch_stats(p, static_cast<size_t>(B * L));
+      rec.batch_entropy = st.token_entropy;
+      rec.batch_repeat_share = st.repeat_share;
+      rec.batch_hash = st.hash;
+    }
+    auto batch = buf.to(device, /*non_blocking=*/device.is_cuda());  // (B, T+1)
+    return Batch{batch.narrow(1, 0, model_cfg.seq_len), batch.narrow(1, 1, model_cfg.seq_len)};
+  }
+
+  // Forward, up to the loss, under the precision variant's scope. A graphed step replays the
+  // captured forward (captured here first, in an untimed step); its loss is a static tensor that
+  // the next replay overwrites, so it is read before then.
+  Losses forward(int64_t step, const Batch& b, bool graphed, StepRecord& rec) {
+    phase("forward");
+    if (graphed && !graph->captured()) {
+      try {
+        graph->capture(b.x, b.y, [this](const torch::Tensor& x, const torch::Tensor& y) {
+          const Losses l = model_loss(x, y);
+          return std::make_pair(l.reported, l.train);
+        });
+      } catch (const std::exception& e) {
+        throw std::runtime_error("run.cuda_graphs: capturing step " + std::to_string(step) +
+                                 " failed: " + e.what());
+      }
+      rec.timed = false;  // the capture step is never timed
+    }
+    Losses l;
+    window->forward_begin();
+    if (graphed)
+      l.reported = l.train = graph->forward(b.x, b.y);
+    else
+      l = model_loss(b.x, b.y);
+    window->forward_end();
+    faults.on_loss(step, l.reported, l.train);
+    return l;
+  }
+
+  // The model's forward and the loss, x, y: (B, T).
+  Losses model_loss(const torch::Tensor& x, const torch::Tensor& y) {
+    auto scope = precision->forward_scope();
+    auto logits =
+        model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
+    return loss(logits, y);
+  }
+
+  // The loss: cross-entropy over (B*T, V) logits and (B, T) targets; with [stability] z_loss,
+  // PaLM's z-loss is added to what is differentiated, never to what is reported.
+  Losses loss(const torch::Tensor& logits, const torch::Tensor& y) const {
+    Losses l;
+    l.reported = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
+    l.train = stability.z_loss > 0
+                  ? l.reported + stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
+                  : l.reported;
+    return l;
+  }
+
+  // Backward of the micro-batch's share of the step's loss (times the fp16 loss scale); a graphed
+  // step replays the captured backward with that factor.
+  void backward(const torch::Tensor& train_loss, bool graphed) {
+    phase("backward");
+    window->backward_begin();
+    const double scale = precision->loss_scale() / static_cast<double>(data_cfg.grad_accum);
+    if (graphed)
+      graph->backward(scale);
+    else
+      (train_loss * scale).backward();
+    window->backward_end();
+  }
+
+  // Gradient reduction across ranks (the sharding variant), once the step's last micro-batch has
+  // added its gradients.
+  void reduce(bool last_micro) {
+    phase("comm");
+    sharding->end_backward(last_micro);
+  }
+
+  // The step's mean loss over this rank's micro-batches, and over the global batch (every rank
+  // holds an equal share of it). Device tensors: read after the step's work is queued.
+  std::pair<torch::Tensor, torch::Tensor> mean_loss(const torch::Tensor& loss_sum) {
+    phase("optimizer");
+    auto local_loss = loss_sum / static_cast<double>(data_cfg.grad_accum);
+    auto global_loss = local_loss.clone();
+    comm->allreduce_sum(global_loss, "all_reduce(loss)");
+    global_loss /= static_cast<double>(who.world_size);
+    return {local_loss, global_loss};
+  }
+
+  // The reduced gradients: unscaled (fp16), then their global and per-unit norms (a host sync).
+  void measure_grads(int64_t step, StepRecord& rec) {
+    const double inv_scale = 1.0 / precision->loss_scale();
+    if (inv_scale != 1.0) sharding->scale_grads(inv_scale);
+    faults.on_grads(step, *sharding);
+    auto unit_sq = sharding->unit_grad_norms_sq();
+    double norm_sq = 0;
+    for (double v : unit_sq) {
+      norm_sq += v;
+      rec.unit_grad_norms.push_back(std::sqrt(v));
+    }
+    rec.grad_norm = std::sqrt(norm_sq);
+    if (!std::isfinite(rec.grad_norm)) rec.nonfinite_grads = sharding->count_nonfinite_grads();
+  }
+
+  // Optimizer step: skipped on an fp16 overflow or, under [stability] skip_outlier_z, an outlier
+  // loss or gradient norm; otherwise gradients clipped to optim.clip_grad_norm and the update
+  // applied on the slices this rank owns (Sharding::step runs the optimizer, AdamW).
+  void update(const torch::Tensor& global_loss, StepRecord& rec) {
+    const bool finite = std::isfinite(rec.grad_norm);
+    rec.loss_scale = precision->loss_scale();
+    bool skip = precision->update(finite);
+    rec.overflow = !finite;
+    if (!skip && stability.skip_outlier_z > 0 &&
+        outliers.is_outlier(global_loss.item<double>(), rec.grad_norm, stability.skip_outlier_z)) {
+      skip = true;
+      rec.skipped_outlier = true;
+    }
+    rec.skipped = skip;
+    if (skip) return;
+    if (optim.clip_grad_norm > 0 && rec.grad_norm > optim.clip_grad_norm)
+      sharding->scale_grads(optim.clip_grad_norm / (rec.grad_norm + 1e-6));
+    sharding->step(rec.lr, ++opt_steps);
+  }
+
+  // Injected delays ([faults]): part of the step, booked as "other".
+  void delay(int64_t step) {
+    phase("other");
+    faults.delay(step, progress.step_started_ns);
+  }
+
+  // Closes the step: phase times, bytes sent and the collectives' stream time into the record,
+  // its spans into the trace, and a profiled step into the window. What follows (observers,
+  // checkpoint) is not part of the step.
+  void record(int64_t step, PhaseTimer& timer, StepRecord& rec) {
+    rec.phase_ms = timer.finish(&rec.step_ms);
+    rec.comm_bytes = comm->take_bytes();
+    rec.comm_stream_ms = comm->take_stream_ms();
+    if (trace) {
+      auto us = [&](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double, std::micro>(t - epoch).count();
+      };
+      auto spans = timer.host_spans();
+      if (!spans.empty())
+        trace->add(TraceEvent{"step " + std::to_string(step), "step", 'X', us(spans.front().start),
+                              us(spans.back().end) - us(spans.front().start), 0});
+      for (const auto& sp : spans)
+        trace->add(TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
+    }
+    window->after_step();
+    end_ranges();
+    progress.phase = "checkpoint";
+  }
+
+  // A checkpoint every ckpt_cfg.every steps (none after the last step). The save is not part of
+  // the step (step_ms leaves it out): the watchdog times it on its own clock, against
+  // step_timeout_s only.
+  void checkpoint(int64_t step) {
+    if (ckpt_cfg.every <= 0 || step % ckpt_cfg.every != 0 || step >= run.steps) return;
+    progress.step_started_ns = now_ns();
+    CheckpointState st{step,
+                       opt_steps,
+                       precision->state().first,
+                       precision->state().second,
+                       outliers.losses(),
+                       outliers.norms()};
+    save_checkpoint(opts.out_dir / "checkpoints", step, st, *sharding, *comm, ckpt_cfg.keep);
   }
 };
 
@@ -145,9 +317,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.optim = OptimConfig::from(cfg);
   s.stability = StabilityConfig::from(cfg);
   s.outliers = OutlierWindow(static_cast<size_t>(s.stability.outlier_window));
-  s.faults = FaultConfig::from(cfg);
+  s.faults = FaultInjector(FaultConfig::from(cfg), who.rank, static_cast<uint64_t>(s.run.seed));
   s.ckpt_cfg = CheckpointConfig::from(cfg);
-  s.par = variants::ParallelConfig::from(cfg);
+  s.par = dist::ParallelConfig::from(cfg);
   s.prof = ProfileConfig::from(cfg);
   if (s.prof.trace) s.trace = std::make_shared<TraceLog>(who.rank);
   s.opts = std::move(opts);
@@ -204,18 +376,20 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.comm->set_nvtx(s.prof.nvtx);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
+  // The optimizer (AdamW with the [optim] hyperparameters) runs inside the sharding layer, on the
+  // slices this rank owns.
   s.sharding = std::make_unique<variants::Sharding>(
-      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb, s.optim);
-  s.layers = std::make_unique<LayerTimer>(static_cast<int>(s.model_cfg.n_layers), s.device);
-  s.ops.set_device(s.device);
+      s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb,
+      [optim = s.optim](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, const torch::Tensor& decay, double lr,
+                        int64_t t) { adamw_update(p, g, m, v, decay, lr, t, optim); });
+  s.window = std::make_unique<ProfileWindow>(s.prof, s.run.warmup_steps, s.run.steps, s.model,
+                                             s.trace.get(), s.epoch, s.device);
   if (s.prof.nvtx) {
     s.nvtx_layers = std::make_unique<NvtxLayers>(static_cast<int>(s.model_cfg.n_layers));
     s.model->add_hooks(s.nvtx_layers.get());
   }
   if (s.run.cuda_graphs) s.graph = std::make_unique<StepGraph>();
-  const auto window = static_cast<size_t>(std::min(s.prof.window, s.run.steps));
-  s.layers->expect_steps(window);
-  s.ops.expect_steps(window);
 
   if (!s.opts.resume_from.empty()) {
     auto st = load_checkpoint(s.opts.resume_from, *s.sharding, who.rank);
@@ -252,7 +426,7 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.env["data"] = s.source->describe();
   out.env["comm_backend"] = s.comm->backend_name();
   for (const auto& [k, v] : gpu_environment(s.device)) out.env[k] = v;
-  out.env["profile_clock"] = s.ops.clock();
+  out.env["profile_clock"] = s.window->clock();
   if (s.run.cuda_graphs)
     out.env["cuda_graphs"] = "forward and backward replayed as CUDA graphs from step 2";
   if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
@@ -282,248 +456,75 @@ TrainOutcome Trainer::run(StepObserver& observer) {
                 << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
     }
   }
-  s.phase_range.reset();
-  s.step_range.reset();
+  s.end_ranges();
   s.progress.phase = "done";
-  if (s.profiling) {
-    s.ops.stop();
-    s.model->remove_hooks(s.layers.get());
-    s.profiling = false;
-  }
-  if (s.profiler_warming) {  // the run ended before its window: the warm-up's numbers go too
-    s.ops.stop();
-    s.model->remove_hooks(s.layers.get());
-    s.discard_profiler_warmup();
-  }
-  out.top_ops = s.ops.top(25);
-  out.top_kernels = s.ops.top_kernels(25);
+  s.window->finish();
+  out.top_ops = s.window->top_ops(25);
+  out.top_kernels = s.window->top_kernels(25);
   if (const std::string b = variants::sdpa_backend_used(); !b.empty()) out.env["sdpa_backend"] = b;
   out.memory_per_rank = gather_memory(*s.comm, memory_stats(s.device), out.status == "ok");
-  out.layer_costs = s.layers->costs();
-  out.profiled_steps = s.profiled;
+  out.layer_costs = s.window->layer_costs();
+  out.profiled_steps = s.window->profiled_steps();
   out.trace = s.trace;
-  out.memory = s.sharding->accounting();
+  const auto mem = s.sharding->accounting();
+  out.memory = MemoryAccounting{mem.param_bytes, mem.grad_bytes, mem.optimizer_state_bytes};
   out.peak_memory_bytes = peak_tensor_bytes(s.device);
   out.peak_rss_bytes = peak_rss_bytes();
   out.overflow_skips = s.precision->overflow_skips();
   return out;
 }
 
+// One step, as llm.c writes it: data, forward, backward, reduce (per micro-batch), then the
+// optimizer step and the record. Phase boundaries are marked here; collectives that run inside a
+// phase (ZeRO-3 gathers in the forward, the loss all-reduce) are moved to "comm".
 void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer,
                         int64_t last_step) {
   const int64_t A = s.data_cfg.grad_accum;
-  const int64_t tokens_per_step = s.data_cfg.batch_size * A * s.model_cfg.seq_len;
-  const int64_t prof_start = s.prof.first_step(s.run.warmup_steps);
+  auto close_phase = [&](const char* phase) {
+    timer.mark(phase);
+    timer.move(phase, "comm", s.comm->take_wait());
+  };
   for (int64_t step = s.first_step; step <= last_step; ++step) {
-    s.progress.step = step;
-    s.progress.step_started_ns = now_ns();
-    if (s.prof.nvtx)
-      s.step_range =
-          std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
-    StepRecord rec;
-    rec.step = step;
-    rec.rank = s.who.rank;
-    rec.tokens = tokens_per_step;
-    // Warmup steps are never timed, nor are the profile window's steps (also when a resume lands
-    // inside the window and the profiler never starts), nor the first warmup_steps steps of a
-    // resumed process: it is as cold as a fresh one.
-    const bool cold = s.first_step > 1 && step < s.first_step + s.run.warmup_steps;
-    rec.timed = step > s.run.warmup_steps && !s.prof.covers(step, s.run.warmup_steps) && !cold;
-    rec.lr = s.optim.lr_at(step, s.run.steps) * (s.faults.lr_spike_at == step ? 30.0 : 1.0);
-
-    if (s.faults.kill_rank == s.who.rank && s.faults.kill_at == step) ::raise(SIGKILL);
-
-    // Profiler warm-up (as torch.profiler's schedule has): when the step before the window is an
-    // untimed warmup step, it runs with the callbacks on and its numbers are dropped. The
-    // profiler's own first allocations (one per operator name) then land before the window;
-    // inside it they split heap chunks the activations reuse, and the first profiled step
-    // faulted in fresh memory (GELU backward measured at 20 ms instead of 2).
-    if (s.prof.window > 0 && step == prof_start - 1 && step <= s.run.warmup_steps) {
-      s.trace_mark = s.trace ? s.trace->size() : 0;
-      s.ops.start(s.trace.get(), s.epoch);
-      s.model->add_hooks(s.layers.get());
-      s.profiler_warming = true;
-    }
-    if (s.prof.window > 0 && step == prof_start && !s.profiling) {
-      if (s.profiler_warming) {
-        s.discard_profiler_warmup();
-      } else {
-        s.ops.start(s.trace.get(), s.epoch);
-        s.model->add_hooks(s.layers.get());
-      }
-      s.profiling = true;
-    }
-    if (s.profiling) rec.timed = false;
-    const bool time_layers = s.profiling || s.profiler_warming;  // a warm-up runs the hooks too
-    // CUDA graphs from step 2 (shapes static, kernels and allocator warm), except where hooks,
-    // host clocks or an injected fault must run (profiled and warm-up steps, faults.nonfinite_at).
-    const bool graphed = s.graph && step >= 2 && !time_layers && s.faults.nonfinite_at != step;
+    StepRecord rec = s.begin_step(step);
+    const bool graphed = s.graphed(step);
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum =
         torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
     for (int64_t micro = 0; micro < A; ++micro) {
-      s.phase("data");
-      workloads::BatchStats bstats;
-      auto batch = s.make_batch(step, micro, micro == 0 ? &bstats : nullptr);  // (B, T+1)
-      if (micro == 0)
-        rec.batch_entropy = bstats.token_entropy, rec.batch_repeat_share = bstats.repeat_share,
-        rec.batch_hash = bstats.hash;
-      auto x = batch.narrow(1, 0, s.model_cfg.seq_len);  // (B, T)
-      auto y = batch.narrow(1, 1, s.model_cfg.seq_len);  // (B, T)
+      Batch batch = s.data(step, micro, rec);  // x, y: (B, T)
       timer.mark("data");
-
-      s.phase("forward");
-      torch::Tensor loss, train_loss;  // the reported cross-entropy; what is differentiated
-      if (graphed && !s.graph->captured()) {
-        try {
-          s.graph->capture(x, y, [&s](const torch::Tensor& xs, const torch::Tensor& ys) {
-            return s.forward_loss(xs, ys);
-          });
-        } catch (const std::exception& e) {
-          throw std::runtime_error("run.cuda_graphs: capturing step " + std::to_string(step) +
-                                   " failed: " + e.what());
-        }
-        rec.timed = false;  // the capture step is never timed
-      }
-      if (time_layers) s.layers->forward_begin();
-      if (graphed)
-        loss = train_loss = s.graph->forward(x, y);  // static: read below, before the next replay
-      else
-        std::tie(loss, train_loss) = s.forward_loss(x, y);
-      if (time_layers) s.layers->forward_end();
-      if (s.faults.nonfinite_at == step)
-        loss = loss * std::numeric_limits<float>::quiet_NaN(), train_loss = loss;
-      timer.mark("forward");
-      timer.move("forward", "comm", s.comm->take_wait());
-
-      s.phase("backward");
-      if (time_layers) s.layers->backward_begin();
-      if (graphed)
-        s.graph->backward(s.precision->loss_scale() / static_cast<double>(A));
-      else
-        (train_loss * (s.precision->loss_scale() / static_cast<double>(A))).backward();
-      if (time_layers) s.layers->backward_end();
-      timer.mark("backward");
-      timer.move("backward", "comm", s.comm->take_wait());
-
-      s.phase("comm");
-      s.sharding->end_backward(micro == A - 1);
+      Losses loss = s.forward(step, batch, graphed, rec);
+      close_phase("forward");
+      s.backward(loss.train, graphed);
+      close_phase("backward");
+      s.reduce(micro == A - 1);
       timer.mark("comm");
       s.comm->take_wait();  // already booked as the comm phase
-      loss_sum += loss.detach().to(torch::kFloat64);
+      loss_sum += loss.reported.detach().to(torch::kFloat64);
     }
 
-    s.phase("optimizer");
-    // Global mean loss: every rank holds an equal share of the global batch.
-    auto local_loss = loss_sum / static_cast<double>(A);
-    auto global_loss = local_loss.clone();
-    s.comm->allreduce_sum(global_loss, "all_reduce(loss)");
-    global_loss /= static_cast<double>(s.who.world_size);
+    auto [local_loss, global_loss] = s.mean_loss(loss_sum);
+    s.measure_grads(step, rec);
+    s.update(global_loss, rec);
+    close_phase("optimizer");
 
-    const double inv_scale = 1.0 / s.precision->loss_scale();
-    if (inv_scale != 1.0) s.sharding->scale_grads(inv_scale);
-    if (s.faults.grad_blowup_at == step) {
-      // An exploding gradient: noise far above the gradient's own scale, in a random direction.
-      auto sq = s.sharding->unit_grad_norms_sq();
-      double norm = 0;
-      for (double v : sq) norm += v;
-      const double rms = std::sqrt(norm / static_cast<double>(s.sharding->padded_numel()));
-      s.sharding->perturb_grads(1e3 * std::max(rms, 1e-8),
-                                static_cast<uint64_t>(s.run.seed) + static_cast<uint64_t>(step));
-    }
-    auto unit_sq = s.sharding->unit_grad_norms_sq();
-    double norm_sq = 0;
-    for (double v : unit_sq) {
-      norm_sq += v;
-      rec.unit_grad_norms.push_back(std::sqrt(v));
-    }
-    rec.grad_norm = std::sqrt(norm_sq);
-    const bool finite = std::isfinite(rec.grad_norm);
-    if (!finite) rec.nonfinite_grads = s.sharding->count_nonfinite_grads();
-    rec.loss_scale = s.precision->loss_scale();
-    bool skip = s.precision->update(finite);
-    rec.overflow = !finite;
-    if (!skip && s.stability.skip_outlier_z > 0 &&
-        s.outliers.is_outlier(global_loss.item<double>(), rec.grad_norm,
-                              s.stability.skip_outlier_z)) {
-      skip = true;
-      rec.skipped_outlier = true;
-    }
-    rec.skipped = skip;
-    if (!skip) {
-      if (s.optim.clip_grad_norm > 0 && rec.grad_norm > s.optim.clip_grad_norm)
-        s.sharding->scale_grads(s.optim.clip_grad_norm / (rec.grad_norm + 1e-6));
-      s.sharding->step(rec.lr, ++s.opt_steps);
-    }
-    timer.mark("optimizer");
-    timer.move("optimizer", "comm", s.comm->take_wait());
-
-    // Injected delays: part of the step, booked as "other".
-    s.phase("other");
-    if (s.faults.stalls_at(step)) sleep_ms(static_cast<double>(s.faults.stall_ms));
-    if (s.faults.stall_rank == s.who.rank && s.faults.stall_at == step)
-      sleep_ms(static_cast<double>(s.faults.stall_ms));
-    if (s.faults.slowdown_pct > 0) {
-      double so_far = std::chrono::duration<double, std::milli>(
-                          std::chrono::nanoseconds(now_ns() - s.progress.step_started_ns))
-                          .count();
-      spin_ms(so_far * s.faults.slowdown_pct / 100.0);
-    }
+    s.delay(step);
     rec.loss = global_loss.item<double>();  // host sync (the other: the gradient norm above)
     rec.local_loss = local_loss.item<double>();
     timer.mark("other");
-    rec.phase_ms = timer.finish(&rec.step_ms);
-    rec.comm_bytes = s.comm->take_bytes();
-    rec.comm_stream_ms = s.comm->take_stream_ms();
-    if (s.trace) {
-      auto us = [&](std::chrono::steady_clock::time_point t) {
-        return std::chrono::duration<double, std::micro>(t - s.epoch).count();
-      };
-      auto spans = timer.host_spans();
-      if (!spans.empty())
-        s.trace->add(TraceEvent{"step " + std::to_string(step), "step", 'X',
-                                us(spans.front().start),
-                                us(spans.back().end) - us(spans.front().start), 0});
-      for (const auto& sp : spans)
-        s.trace->add(
-            TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
-    }
-    if (s.profiling) {
-      s.layers->step_done();
-      s.ops.step_done();
-      if (++s.profiled >= s.prof.window) {
-        s.ops.stop();
-        s.model->remove_hooks(s.layers.get());
-        s.profiling = false;
-      }
-    }
-    s.phase_range.reset();
-    s.step_range.reset();
-    s.progress.phase = "checkpoint";
+    s.record(step, timer, rec);
 
     out.records.push_back(rec);
     observer.on_step(rec);
     if (!std::isfinite(rec.loss)) {
       out.status = "nonfinite";
       out.failed_step = step;
-      out.failure = "non-finite loss at step " + std::to_string(step) +
-                    (s.faults.nonfinite_at == step ? " (injected: faults.nonfinite_at)" : "");
+      out.failure =
+          "non-finite loss at step " + std::to_string(step) + s.faults.nonfinite_note(step);
       break;
     }
-    if (s.ckpt_cfg.every > 0 && step % s.ckpt_cfg.every == 0 && step < s.run.steps) {
-      // The save is not part of the step (step_ms leaves it out): the watchdog times it on its
-      // own clock, against step_timeout_s only.
-      s.progress.step_started_ns = now_ns();
-      CheckpointState st{step,
-                         s.opt_steps,
-                         s.precision->state().first,
-                         s.precision->state().second,
-                         s.outliers.losses(),
-                         s.outliers.norms()};
-      save_checkpoint(s.opts.out_dir / "checkpoints", step, st, *s.sharding, *s.comm,
-                      s.ckpt_cfg.keep);
-    }
+    s.checkpoint(step);
   }
 }
 

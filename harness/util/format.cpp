@@ -12,4 +12,8 @@ std::string format_number(const char* printf_format, double x) {
   return buf;
 }
 
+std::string count_of(long long n, const std::string& noun, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
+}
+
 }  // namespace lockstep::util

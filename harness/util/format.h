@@ -9,4 +9,7 @@ namespace lockstep::util {
 // Non-finite values print as "NaN", "inf" or "-inf" whatever the format.
 std::string format_number(const char* printf_format, double x);
 
+// A count and its noun, singular for one: (1, "run") -> "1 run", (3, "run") -> "3 runs".
+std::string count_of(long long n, const std::string& noun, const std::string& plural = "");
+
 }  // namespace lockstep::util

@@ -1,12 +1,13 @@
 #include "harness/util/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -23,6 +24,16 @@ std::string self_exe() {
   char buf[4096];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("lockstep");
+}
+
+long available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label,
@@ -92,29 +103,6 @@ ExitStatus wait_for(const Child& c, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
-                                const std::vector<fs::path>& logs, int parallel, double timeout_s,
-                                const std::vector<std::vector<std::string>>& slot_env) {
-  std::vector<ExitStatus> out(argvs.size());
-  std::vector<std::thread> workers;
-  std::atomic<size_t> next{0};
-  const int slots = slot_env.empty() ? std::max(1, parallel) : static_cast<int>(slot_env.size());
-  for (int w = 0; w < slots; ++w)
-    workers.emplace_back([&, w] {
-      const std::vector<std::string> no_env;
-      const auto& env = slot_env.empty() ? no_env : slot_env[static_cast<size_t>(w)];
-      for (size_t i; (i = next.fetch_add(1)) < argvs.size();) {
-        try {
-          out[i] = wait_for(spawn(argvs[i], logs[i], "", env), timeout_s);
-        } catch (const std::exception&) {
-          out[i].code = 127;  // could not start
-        }
-      }
-    });
-  for (auto& t : workers) t.join();
-  return out;
 }
 
 std::vector<std::string> visible_gpus(const char* cuda_visible_devices,

@@ -1,4 +1,5 @@
-// Small process helpers (torch-free): re-running this binary for the arms of a comparison.
+// Small process helpers (torch-free): re-running this binary for child runs
+// (harness/runs/child_run.h), and how many cores this process may use.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,10 @@ namespace lockstep::util {
 
 // Absolute path of the running executable (commands that spawn arms re-run it).
 std::string self_exe();
+
+// The cores this process may run on: its CPU affinity mask (taskset, cgroup cpusets), else the
+// online cores; at least 1.
+long available_cores();
 
 // A child process whose stdout and stderr go to a log file.
 struct Child {
@@ -34,15 +39,6 @@ struct ExitStatus {
 
 // Waits for the child; after timeout_s (> 0) it is killed (with its process group).
 ExitStatus wait_for(const Child& c, double timeout_s = 0);
-
-// Runs each argv list with at most `parallel` at a time, returning their exit statuses in order.
-// `slot_env[w]` (when given, one per slot: parallel = its size) is added to the environment of
-// every run slot w starts: a slot is one run at a time, so what it names (its own GPUs) is never
-// shared by two runs.
-std::vector<ExitStatus> run_all(const std::vector<std::vector<std::string>>& argvs,
-                                const std::vector<std::filesystem::path>& logs, int parallel,
-                                double timeout_s,
-                                const std::vector<std::vector<std::string>>& slot_env = {});
 
 // The NVIDIA GPUs this process may use, found without CUDA: the entries of CUDA_VISIBLE_DEVICES
 // when it is set, else one per device the kernel driver lists (/proc/driver/nvidia/gpus/*), as

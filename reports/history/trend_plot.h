@@ -2,16 +2,16 @@
 // runs (x: run in time order, labelled by short commit), the segment medians between change
 // points, the flagged points marked (red down-triangle: regression, green up-triangle:
 // improvement, purple diamond: loss drift) and the --window commits shaded. Drawn by gnuplot
-// through reports/plots.h's run_gnuplot.
+// through reports/gnuplot.h's run_gnuplot.
 #pragma once
 
 #include <string>
 
-#include "reports/history/report.h"
-#include "reports/plots.h"
+#include "harness/history/report.h"
+#include "reports/gnuplot.h"
 
-namespace lockstep::history {
+namespace lockstep::reports {
 
-reports::Plot trend_plot(const Series& s, const MetricSeries& m, const std::string& id);
+Plot trend_plot(const history::Series& s, const history::MetricSeries& m, const std::string& id);
 
-}  // namespace lockstep::history
+}  // namespace lockstep::reports

@@ -1,0 +1,187 @@
+#include "harness/compare/analyse.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "harness/compare/analysis.h"
+#include "harness/stats/statistics.h"
+
+namespace lockstep::compare {
+namespace {
+
+std::vector<double> losses_of(const std::vector<StepRecord>& recs) {
+  std::vector<double> v;
+  for (const auto& r : recs) v.push_back(r.loss);
+  return v;
+}
+
+std::vector<double> timed_ms_of(const std::vector<StepRecord>& recs) {
+  std::vector<double> v;
+  for (const auto& r : recs)
+    if (r.timed && std::isfinite(r.loss)) v.push_back(r.step_ms);
+  return v;
+}
+
+// The loss at `step` (1-based), NaN when the curve does not reach it.
+double loss_at(const std::vector<double>& curve, int64_t step) {
+  return step >= 1 && step <= static_cast<int64_t>(curve.size())
+             ? curve[static_cast<size_t>(step - 1)]
+             : NAN;
+}
+
+void fail_arm(CompareResult& r, ArmResult& arm, const runs::RunOutcome& o) {
+  arm.status = o.status;
+  arm.failure = o.failure;
+  arm.failed_step = o.failed_step;
+  if (r.failed_arm.empty()) {
+    r.failed_arm = arm.label;
+    r.failure = o.status + (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") +
+                ": " + o.failure;
+  }
+}
+
+// The index of an arm's full run in plan.alignment (the plan always has one per arm it runs).
+size_t full_run(const ComparisonPlan& plan, const std::string& arm) {
+  for (size_t i = 0; i < plan.alignment.size(); ++i)
+    if (plan.alignment[i].arm == arm && plan.alignment[i].role == "full") return i;
+  throw std::logic_error("comparison plan without a full " + arm + " run");
+}
+
+void fill_arm_from_alignment(ArmResult& arm, const ArmRun& run, const runs::RunOutcome& o) {
+  arm.alignment_run = o.summary;
+  arm.loss_curve = losses_of(o.records);
+  arm.peak_memory_bytes = o.summary.peak_memory_bytes;
+  arm.run_dir = run.job.dir.string();
+}
+
+}  // namespace
+
+CompareResult analyse_alignment(const ComparisonPlan& plan,
+                                const std::vector<runs::RunOutcome>& outs) {
+  CompareResult r;
+  r.out_dir = plan.out_dir;
+  r.mode = plan.mode;
+  r.policy = plan.policy;
+  r.policy_source = plan.policy_source;
+  r.warnings = plan.warnings;
+  r.changes = plan.changes;
+  r.changed_knobs = plan.changed_knobs;
+  r.baseline.label = "baseline";
+  r.variant.label = "variant";
+  r.baseline.name = plan.baseline_config.str("run.name");
+  r.variant.name = plan.variant_config.str("run.name");
+  r.baseline.config_path = plan.mode == "ab" ? plan.baseline_path : plan.golden_file;
+  r.variant.config_path = plan.variant_path;
+
+  if (plan.mode == "ab") {
+    const size_t bi = full_run(plan, "baseline");
+    fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
+    r.env = outs[bi].summary.env;
+    if (!outs[bi].ok()) fail_arm(r, r.baseline, outs[bi]);
+  } else {
+    r.baseline.loss_curve = plan.golden_curve;
+    r.baseline.name = "golden";
+    r.loss_reference = "golden file " + plan.golden_file;
+  }
+  const size_t vi = full_run(plan, "variant");
+  fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
+  if (plan.mode == "golden") r.env = outs[vi].summary.env;
+  if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
+
+  std::optional<BandInput> band;
+  if (plan.klass == "approximate") {
+    BandInput b;
+    const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
+                                               : static_cast<int64_t>(r.baseline.loss_curve.size());
+    b.seeds.push_back(plan.alignment[full_run(plan, "baseline")].seed);
+    b.losses.push_back(loss_at(r.baseline.loss_curve, cs));
+    for (size_t i = 0; i < plan.alignment.size(); ++i) {
+      if (plan.alignment[i].role != "seed band") continue;
+      if (!outs[i].ok()) {
+        fail_arm(r, r.baseline, outs[i]);
+        continue;
+      }
+      b.seeds.push_back(plan.alignment[i].seed);
+      b.losses.push_back(loss_at(losses_of(outs[i].records), cs));
+    }
+    band = b;
+  }
+  const bool from_history = plan.mode == "ab" && !plan.reference_curve.empty();
+  if (from_history) {
+    r.loss_reference = plan.reference_source.empty() ? "history run" : plan.reference_source;
+    r.warnings.push_back("loss reference from " + r.loss_reference +
+                         " (--against-history): the variant's loss is checked against that "
+                         "recorded baseline curve; the fresh baseline run is still timed");
+  }
+  r.alignment = check_alignment(from_history ? plan.reference_curve : r.baseline.loss_curve,
+                                r.variant.loss_curve, r.policy.check_step, r.policy.tolerance,
+                                plan.klass, band);
+  if (plan.mode == "ab" && r.failed_arm.empty() && !r.alignment.aligned)
+    r.warnings.push_back(
+        "not timed: the loss does not align, and an optimization that changes the math is rejected "
+        "before its speed matters");
+  if (plan.mode == "ab" && r.baseline.peak_memory_bytes > 0 && r.variant.peak_memory_bytes > 0)
+    r.delta.memory_pct = 100.0 * (static_cast<double>(r.variant.peak_memory_bytes) /
+                                      static_cast<double>(r.baseline.peak_memory_bytes) -
+                                  1.0);
+  return r;
+}
+
+bool should_time(const CompareResult& r) {
+  return r.mode == "ab" && r.failed_arm.empty() && r.alignment.aligned;
+}
+
+void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
+                    CompareResult& r) {
+  std::vector<std::vector<double>> curves_b, curves_v;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& o = outs[i];
+    const bool is_b = plan.timing[i].arm == "baseline";
+    ArmResult& arm = is_b ? r.baseline : r.variant;
+    if (!o.ok()) {
+      fail_arm(r, arm, o);
+      break;
+    }
+    arm.repeats.push_back(o.summary);
+    arm.tokens_per_sec_repeats.push_back(o.summary.tokens_per_sec);
+    if (o.summary.mfu) arm.mfu_repeats.push_back(*o.summary.mfu);
+    arm.step_ms_repeats.push_back(timed_ms_of(o.records));
+    (is_b ? curves_b : curves_v).push_back(losses_of(o.records));
+  }
+  if (!r.failed_arm.empty() || outs.size() < plan.timing.size()) return;
+
+  r.timed = true;
+  r.repeats = r.policy.repeats;
+  r.too_few_repeats = r.repeats < 5;
+  r.determinism.checked = true;
+  const std::string db = first_nondeterminism(r.baseline.loss_curve, curves_b);
+  const std::string dv = first_nondeterminism(r.variant.loss_curve, curves_v);
+  r.determinism.baseline_ok = db.empty();
+  r.determinism.variant_ok = dv.empty();
+  r.determinism.detail =
+      db.empty() && dv.empty()
+          ? "every repeat reproduced its full run bit for bit"
+          : (db.empty() ? "" : "baseline " + db) +
+                (dv.empty() ? "" : (db.empty() ? "" : "; ") + std::string("variant ") + dv);
+  for (auto* arm : {&r.baseline, &r.variant}) {
+    median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec,
+                   &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
+    if (!arm->mfu_repeats.empty()) arm->mfu = stats::median(arm->mfu_repeats);
+    std::vector<double> pooled;
+    for (const auto& x : arm->step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
+    arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95),
+                               stats::percentile(pooled, 99), stats::mean(pooled)};
+  }
+  aggregate_profile(r.baseline);
+  aggregate_profile(r.variant);
+  r.breakdown = compare_breakdown(r.baseline, r.variant);
+  r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats,
+                                                r.variant.tokens_per_sec_repeats, r.policy);
+  r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
+  r.delta.p50_ms_pct =
+      latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 50, r.policy);
+  r.delta.p99_ms_pct =
+      latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 99, r.policy);
+}
+
+}  // namespace lockstep::compare

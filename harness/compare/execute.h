@@ -1,0 +1,24 @@
+// Stage 2 of a comparison (plan -> execute -> analyse -> gate): runs a plan's jobs, each a child
+// `lockstep run` in its own process (harness/runs/child_run.h), and returns what each produced.
+// Judges nothing: a failed run is an outcome like any other.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/compare/plan.h"
+#include "harness/runs/child_run.h"
+
+namespace lockstep::compare {
+
+using Log = std::function<void(const std::string&)>;
+
+// The plan's alignment runs, plan.parallel at a time; one outcome per plan.alignment entry.
+std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log);
+
+// The plan's timing repeats, one at a time (a timing run never shares the machine with another),
+// in plan order. Stops at the first failed run, whose outcome is the last one returned.
+std::vector<runs::RunOutcome> execute_timing(const ComparisonPlan& plan, const Log& log);
+
+}  // namespace lockstep::compare

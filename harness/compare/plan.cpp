@@ -1,0 +1,141 @@
+#include "harness/compare/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "harness/compare/analysis.h"
+#include "harness/exit_codes.h"
+#include "harness/util/process.h"
+
+namespace lockstep::compare {
+namespace fs = std::filesystem;
+
+int auto_parallel(const config::Config& a, const config::Config& b) {
+  const long cores = util::available_cores();
+  int64_t per_run = 1;
+  for (const auto* c : {&a, &b})
+    per_run = std::max(per_run, c->integer("run.threads") * c->integer("parallel.world_size"));
+  return static_cast<int>(std::max<int64_t>(1, cores / per_run));
+}
+
+// On CUDA the loss-check runs are sized by GPUs, not cores: each concurrent run gets GPUs of its
+// own (CUDA_VISIBLE_DEVICES per slot; its ranks then pick device = local rank), never GPU 0 for
+// all. No GPU visible from here: one run at a time. Empty on a CPU comparison.
+static std::vector<std::vector<std::string>> cuda_slots(const config::Config& a,
+                                                        const config::Config& b, int requested) {
+  if (a.str("run.device") != "cuda" && b.str("run.device") != "cuda") return {};
+  const int per_run = static_cast<int>(
+      std::max(a.integer("parallel.world_size"), b.integer("parallel.world_size")));
+  auto slots = util::gpu_slots(util::visible_gpus(), per_run);
+  if (slots.empty()) slots.push_back({});  // the runs find (or miss) their GPUs themselves
+  if (requested > 0 && static_cast<size_t>(requested) < slots.size()) slots.resize(requested);
+  return slots;
+}
+
+ComparisonPlan plan_comparison(const CompareRequest& req) {
+  ComparisonPlan p;
+  p.out_dir = req.out_dir;
+  p.mode = req.golden_file.empty() ? "ab" : "golden";
+  p.baseline_path = req.baseline.config;
+  p.variant_path = req.variant.config;
+  p.golden_file = req.golden_file;
+  p.reference_curve = req.reference_curve;
+  p.reference_source = req.reference_source;
+
+  auto with_steps = [&](std::vector<std::string> sets) {
+    if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));
+    return sets;
+  };
+  const auto bsets = with_steps(req.baseline.sets), vsets = with_steps(req.variant.sets);
+  p.variant_config = config::Config::load(req.variant.config, vsets);
+  p.baseline_config =
+      p.mode == "ab" ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
+  const auto& bcfg = p.baseline_config;
+  const auto& vcfg = p.variant_config;
+  if (p.mode == "golden") p.golden_curve = read_golden(req.golden_file);  // before any run starts
+
+  auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
+  p.policy = resolved.policy;
+  p.policy_source = resolved.source;
+  if (req.check_step >= 0) p.policy.check_step = req.check_step;
+  if (req.repeats > 0) p.policy.repeats = req.repeats;
+  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
+  // clamp silently (the seed band would be read at the wrong step).
+  const int64_t last_step = std::min(bcfg.integer("run.steps"), vcfg.integer("run.steps"));
+  if (p.policy.check_step > last_step)
+    throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
+                     std::to_string(p.policy.check_step) + " is past the last step (" +
+                     std::to_string(last_step) + ")");
+  if (p.mode == "ab" && p.policy.repeats < 5)
+    p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
+                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
+                         "cannot reach 0.05 below 4)");
+  if (p.mode == "ab") {
+    p.changes = config::diff(bcfg, vcfg);
+    auto knobs = classify_changes(p.changes, vcfg.str("run.device"), vcfg.str("precision.compute"));
+    p.changed_knobs = knobs.knobs;
+    p.klass = knobs.klass;
+    p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
+    if (p.changes.empty())
+      p.warnings.push_back("the configs are identical: this is an A/A comparison");
+  }
+  p.gpu_slots = cuda_slots(bcfg, vcfg, req.parallel);
+  p.parallel = !p.gpu_slots.empty() ? static_cast<int>(p.gpu_slots.size())
+               : req.parallel > 0   ? req.parallel
+                                    : auto_parallel(bcfg, vcfg);
+
+  const fs::path arms = fs::path(req.out_dir) / "arms";
+  const int64_t seed = bcfg.integer("run.seed");
+  auto arm_run = [](std::string arm, std::string role, int64_t run_seed, const std::string& label,
+                    const ArmSpec& spec, std::vector<std::string> sets, fs::path dir,
+                    int64_t stop_after) {
+    runs::RunJob j;
+    j.label = label;
+    j.config = spec.config;
+    j.sets = std::move(sets);
+    j.dir = std::move(dir);
+    j.stop_after = stop_after;
+    return ArmRun{std::move(arm), std::move(role), run_seed, std::move(j)};
+  };
+
+  // Equivalence: full-length runs at the comparison seed (and the seed band).
+  if (p.mode == "ab")
+    p.alignment.push_back(
+        arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
+  p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
+                                vsets, arms / "variant", 0));
+  if (p.klass == "approximate") {
+    for (int64_t k = 1; k <= p.policy.seeds; ++k) {
+      const std::string label = "baseline-seed" + std::to_string(seed + k);
+      auto sets = bsets;
+      sets.push_back("run.seed=" + std::to_string(seed + k));
+      p.alignment.push_back(
+          arm_run("baseline", "seed band", seed + k, label, req.baseline, sets, arms / label, 0));
+    }
+  }
+
+  // Speed: interleaved timing repeats A B, B A, A B, ... Warmup and profiled steps are never
+  // timed: each repeat runs them plus the timed steps.
+  if (p.mode == "ab") {
+    const int64_t window = std::min(
+        bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + p.policy.timing_steps,
+        bcfg.integer("run.steps"));
+    int idx = 0;
+    for (int64_t i = 0; i < p.policy.repeats; ++i) {
+      for (int k = 0; k < 2; ++k) {
+        const bool baseline_first = (i % 2 == 0);
+        const bool is_b = (k == 0) == baseline_first;
+        char name[64];
+        std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
+        p.timing.push_back(is_b ? arm_run("baseline", "timing", seed, "baseline", req.baseline,
+                                          bsets, arms / "timing" / name, window)
+                                : arm_run("variant", "timing", vcfg.integer("run.seed"), "variant",
+                                          req.variant, vsets, arms / "timing" / name, window));
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace lockstep::compare

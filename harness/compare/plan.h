@@ -1,0 +1,62 @@
+// Stage 1 of a comparison (plan -> execute -> analyse -> gate): everything decided before a run
+// starts. Loads both configs (a bad one: exit 2 before any run), resolves the gate policy,
+// classifies the changed keys and lists the runs, each as a job that says what to run
+// (harness/runs/child_run.h knows how):
+//   alignment  full-length runs at the comparison seed: the baseline (A/B mode), the variant,
+//              then for approximate knobs the baseline at K more seeds (the seed band);
+//   timing     the short timing repeats, interleaved A B, B A, A B, ... so machine drift cancels;
+//              they run one at a time, and only when the alignment runs say the loss aligns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/compare/comparison.h"
+#include "harness/config/config.h"
+#include "harness/gate/policy.h"
+#include "harness/runs/child_run.h"
+
+namespace lockstep::compare {
+
+// One run of a comparison: the arm it measures, what it is for, and the job that runs it.
+struct ArmRun {
+  std::string arm;   // "baseline" | "variant"
+  std::string role;  // "full" (the arm at the comparison seed) | "seed band" | "timing"
+  int64_t seed = 0;  // its run.seed (the seed band's runs differ from the comparison seed)
+  runs::RunJob job;
+};
+
+struct ComparisonPlan {
+  std::string mode = "ab";  // "ab" | "golden"
+  std::string out_dir;
+  config::Config baseline_config, variant_config;  // effective; golden mode: both the variant's
+  std::string baseline_path, variant_path;         // the config files as given
+  gate::Policy policy;                             // with --check-step / --repeats applied
+  std::string policy_source;
+  std::vector<config::Change> changes;  // A/B mode: every changed key
+  std::vector<std::string> changed_knobs;
+  std::string klass = "exact";          // "exact" | "approximate": how the loss is judged
+  std::vector<std::string> warnings;    // known before any run (too few repeats, A/A, knobs)
+  std::string golden_file;              // golden mode: the `step loss` file ...
+  std::vector<double> golden_curve;     // ... and its curve (index 0 = step 1)
+  std::vector<double> reference_curve;  // --against-history: the recorded baseline curve
+  std::string reference_source;
+  int parallel = 1;  // alignment runs at once
+  // On CUDA: CUDA_VISIBLE_DEVICES per concurrent alignment run (parallel = its size), so each
+  // run's ranks get GPUs of their own. Empty on a CPU comparison.
+  std::vector<std::vector<std::string>> gpu_slots;
+
+  std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then the "seed band"
+  std::vector<ArmRun> timing;     // interleaved; empty in golden mode
+};
+
+// Throws config::ConfigError (a bad config) or UsageError (a bad golden file, a check step past
+// the last step): both exit 2, before anything runs.
+ComparisonPlan plan_comparison(const CompareRequest& req);
+
+// Untimed runs at once when the request leaves it open: the cores this process may use
+// (util::available_cores) over the cores one run takes (threads x ranks), at least 1.
+int auto_parallel(const config::Config& a, const config::Config& b);
+
+}  // namespace lockstep::compare

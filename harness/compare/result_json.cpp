@@ -1,0 +1,185 @@
+#include "harness/compare/result_json.h"
+
+#include <cmath>
+
+#include "harness/runs/run_json.h"
+
+namespace lockstep::compare {
+using json = nlohmann::ordered_json;  // fields in contract order: verdict first
+
+namespace {
+
+// run_json's num() for ordered_json: the number, or null when non-finite.
+json number(double x) {
+  return std::isfinite(x) ? json(x) : json(nullptr);
+}
+
+json nums(const std::vector<double>& xs) {
+  json a = json::array();
+  for (double x : xs) a.push_back(number(x));
+  return a;
+}
+
+json opt(const std::optional<double>& x) {
+  return x ? number(*x) : json(nullptr);
+}
+json str_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json ms_map(const std::map<std::string, double>& m) {
+  json o = json::object();
+  for (const auto& [k, v] : m) o[k] = number(v);
+  return o;
+}
+
+json ops_json(const std::vector<OpStat>& ops) {
+  json a = json::array();
+  for (const auto& op : ops)
+    a.push_back({{"name", op.name},
+                 {"calls", number(op.calls)},
+                 {"self_ms", number(op.self_ms)},
+                 {"total_ms", number(op.total_ms)}});
+  return a;
+}
+
+json breakdown_json(const Breakdown& b) {
+  json phases = json::array(), ops = json::array();
+  for (const auto& p : b.phases)
+    phases.push_back({{"phase", p.phase},
+                      {"baseline_share", number(p.baseline_share)},
+                      {"variant_share", number(p.variant_share)},
+                      {"baseline_ms", number(p.baseline_ms)},
+                      {"variant_ms", number(p.variant_ms)}});
+  for (const auto& o : b.ops)
+    ops.push_back({{"name", o.name},
+                   {"baseline_ms", number(o.baseline_ms)},
+                   {"variant_ms", number(o.variant_ms)},
+                   {"baseline_calls", number(o.baseline_calls)},
+                   {"variant_calls", number(o.variant_calls)}});
+  return {{"phases", phases}, {"ops", ops}, {"findings", b.findings}};
+}
+
+json arm_json(const ArmResult& a) {
+  json phases = json::object();
+  for (const auto& [k, v] : a.phase_share) phases[k] = number(v);
+  return {{"name", a.name},
+          {"config", a.config_path},
+          {"status", a.status},
+          {"failure", str_or_null(a.failure)},
+          {"tokens_per_sec", number(a.tokens_per_sec)},
+          {"tokens_per_sec_ci", {number(a.tokens_per_sec_ci_lo), number(a.tokens_per_sec_ci_hi)}},
+          {"mfu", a.mfu ? number(*a.mfu) : json("unknown")},
+          {"step_ms",
+           {{"p50", number(a.step_ms.p50)},
+            {"p95", number(a.step_ms.p95)},
+            {"p99", number(a.step_ms.p99)},
+            {"mean", number(a.step_ms.mean)}}},
+          {"peak_memory_bytes", a.peak_memory_bytes},
+          {"phase_share", phases},
+          {"phase_ms", ms_map(a.phase_ms)},
+          {"bound", a.bound},
+          {"top_ops", ops_json(a.top_ops)},
+          {"tokens_per_sec_repeats", nums(a.tokens_per_sec_repeats)},
+          {"loss_curve", nums(a.loss_curve)},
+          {"alignment_run", json(runs::to_json(a.alignment_run))}};
+}
+
+json delta_json(const Delta& d) {
+  if (!d.known)
+    return {{"value", nullptr},
+            {"ci", nullptr},
+            {"p_value", nullptr},
+            {"significant", false},
+            {"wording", d.wording.empty() ? "unknown" : d.wording}};
+  return {{"value", number(d.point)},
+          {"ci", {number(d.ci_lo), number(d.ci_hi)}},
+          {"p_value", number(d.p_value)},
+          {"significant", d.significant},
+          {"wording", d.wording}};
+}
+
+json alignment_json(const Alignment& a) {
+  json band = nullptr;
+  if (a.band)
+    band = {{"seeds", a.band->seeds},
+            {"losses", nums(a.band->losses)},
+            {"half_width", number(a.band->half_width)},
+            {"lo", number(a.band->lo)},
+            {"hi", number(a.band->hi)},
+            {"inside", a.band->inside}};
+  return {{"class", a.klass},
+          {"check_step", a.check_step},
+          {"baseline_loss", number(a.baseline_loss)},
+          {"variant_loss", number(a.variant_loss)},
+          {"abs_diff", number(a.abs_diff)},
+          {"tolerance", number(a.tolerance)},
+          {"aligned", a.aligned},
+          {"first_divergent_step",
+           a.first_divergent_step == 0 ? json(nullptr) : json(a.first_divergent_step)},
+          {"max_abs_diff", number(a.max_abs_diff)},
+          {"baseline_rounded", a.baseline_rounded},
+          {"variant_rounded", a.variant_rounded},
+          {"equal_to_3dp", a.equal_to_3dp},
+          {"seed_band", band},
+          {"explanation", a.explanation}};
+}
+
+json policy_json(const gate::Policy& p) {
+  return {{"tolerance", number(p.tolerance)},
+          {"check_step", p.check_step},
+          {"seeds", p.seeds},
+          {"repeats", p.repeats},
+          {"timing_steps", p.timing_steps},
+          {"alpha", number(p.alpha)},
+          {"bootstrap", p.bootstrap},
+          {"max_p99_regression_pct", number(p.max_p99_regression_pct)},
+          {"max_slowdown_pct", number(p.max_slowdown_pct)},
+          {"min_speedup_pct", opt(p.min_speedup_pct)},
+          {"min_memory_saving_pct", opt(p.min_memory_saving_pct)}};
+}
+
+}  // namespace
+
+json to_json(const CompareResult& r) {
+  json delta = {{"tokens_per_sec_pct", delta_json(r.delta.tokens_per_sec_pct)},
+                {"mfu_pts", delta_json(r.delta.mfu_pts)},
+                {"p50_ms_pct", delta_json(r.delta.p50_ms_pct)},
+                {"p99_ms_pct", delta_json(r.delta.p99_ms_pct)},
+                {"memory_pct", opt(r.delta.memory_pct)}};
+  json changes = json::array();
+  for (const auto& c : r.changes)
+    changes.push_back({{"key", c.key}, {"baseline", c.before}, {"variant", c.after}});
+  json checks = json::array();
+  for (const auto& c : r.checks)
+    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+  return {{"verdict", r.verdict},
+          {"exit_code", r.exit_code},
+          {"mode", r.mode},
+          {"alignment", alignment_json(r.alignment)},
+          {"loss_reference", r.loss_reference},
+          {"baseline", arm_json(r.baseline)},
+          {"variant", arm_json(r.variant)},
+          {"delta", delta},
+          {"changed_knobs", r.changed_knobs},
+          {"changes", changes},
+          {"warnings", r.warnings},
+          {"checks", checks},
+          {"breakdown", breakdown_json(r.breakdown)},
+          {"policy", policy_json(r.policy)},
+          {"policy_source", r.policy_source},
+          {"determinism",
+           {{"checked", r.determinism.checked},
+            {"baseline_ok", r.determinism.baseline_ok},
+            {"variant_ok", r.determinism.variant_ok},
+            {"detail", r.determinism.detail}}},
+          {"failed_arm", str_or_null(r.failed_arm)},
+          {"failure", str_or_null(r.failure)},
+          {"repeats", r.repeats},
+          {"timed", r.timed},
+          {"too_few_repeats", r.too_few_repeats},
+          {"wall_seconds", number(r.wall_seconds)},
+          {"environment", r.env}};
+}
+
+}  // namespace lockstep::compare

@@ -1,0 +1,106 @@
+#include "harness/runs/child_run.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "harness/exit_codes.h"
+#include "harness/runs/run_folder.h"
+
+namespace lockstep::runs {
+namespace fs = std::filesystem;
+
+namespace {
+
+// What the run folder says about a child that exited with `st`.
+RunOutcome read_outcome(const RunFolder& folder, const util::ExitStatus& st) {
+  RunOutcome o;
+  o.exit = st;
+  if (fs::exists(folder.summary())) {
+    try {
+      o.summary = read_summary(folder.summary());
+      o.has_summary = true;
+      o.status = o.summary.status;
+      o.failure = o.summary.failure;
+      o.failed_step = o.summary.failed_step;
+    } catch (const std::exception& e) {
+      o.status = "unreadable summary";
+      o.failure = e.what();
+    }
+  } else if (st.code == 0) {
+    o.status = "no summary";
+    o.failure = "the run exited 0 but wrote no summary.json";
+  }
+  if (fs::exists(folder.metrics())) {
+    try {
+      o.records = read_metrics(folder.metrics());
+    } catch (const std::exception& e) {
+      if (o.ok()) o.status = "unreadable metrics", o.failure = e.what();
+    }
+  }
+  if (st.code != 0 && o.ok()) {
+    o.status = st.code == kExitUsage ? "config error" : "crashed";
+    o.failure = st.describe() + ": " + folder.last_log_line();
+  }
+  return o;
+}
+
+// The folder belongs to this job: a previous run's summary.json must never stand in for this
+// one's (and `lockstep run` refuses a folder that already holds a run).
+void prepare(const RunJob& job) {
+  fs::remove_all(job.dir);
+  fs::create_directories(job.dir);
+}
+
+RunOutcome wait_and_read(const RunJob& job, const std::vector<std::string>& env = {}) {
+  const RunFolder folder(job.dir);
+  util::ExitStatus st;
+  try {
+    st = util::wait_for(util::spawn(child_argv(job), folder.log(), job.label, env),
+                        kChildRunTimeoutS);
+  } catch (const std::exception& e) {
+    RunOutcome o;
+    o.exit.code = 127;
+    o.status = "could not start";
+    o.failure = e.what();
+    return o;
+  }
+  return read_outcome(folder, st);
+}
+
+}  // namespace
+
+std::vector<std::string> child_argv(const RunJob& job) {
+  std::vector<std::string> a{util::self_exe(), "run", job.config};
+  if (job.nproc > 0) a.push_back("--nproc"), a.push_back(std::to_string(job.nproc));
+  for (const auto& s : job.sets) a.push_back("--set"), a.push_back(s);
+  if (job.stop_after > 0) a.push_back("--stop-after"), a.push_back(std::to_string(job.stop_after));
+  a.insert(a.end(), {"--out", job.dir.string(), "--quiet", "--no-history"});
+  return a;
+}
+
+RunOutcome run_child(const RunJob& job) {
+  prepare(job);
+  return wait_and_read(job);
+}
+
+std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel,
+                                     const std::vector<std::vector<std::string>>& slot_env) {
+  for (const auto& j : jobs) prepare(j);
+  std::vector<RunOutcome> out(jobs.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  const int slots = slot_env.empty() ? std::max(1, parallel) : static_cast<int>(slot_env.size());
+  const size_t n = std::min(jobs.size(), static_cast<size_t>(slots));
+  for (size_t w = 0; w < n; ++w)
+    workers.emplace_back([&, w] {
+      const std::vector<std::string> no_env;
+      const auto& env = slot_env.empty() ? no_env : slot_env[w];
+      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) out[i] = wait_and_read(jobs[i], env);
+    });
+  for (auto& t : workers) t.join();
+  return out;
+}
+
+}  // namespace lockstep::runs

@@ -1,0 +1,39 @@
+// The registry of config sections. Each section is declared and validated by the component that
+// owns it; this list only fixes which sections exist and the order `config show` prints them.
+// It lives above every component (harness/config/schema.h declares it): the config layer itself
+// knows no component.
+#include "harness/config/schema.h"
+#include "harness/dist/parallel_config.h"
+#include "harness/gate/policy.h"
+#include "harness/train/checkpoint_config.h"
+#include "harness/train/fault_config.h"
+#include "harness/train/optim_config.h"
+#include "harness/train/profile_config.h"
+#include "harness/train/run_config.h"
+#include "harness/train/stability_config.h"
+#include "variants/variant_config.h"
+#include "workloads/data_config.h"
+#include "workloads/model_config.h"
+
+namespace lockstep::config {
+
+const std::vector<const SectionSchema*>& all_sections() {
+  // Order matters for finalize: a section may read keys that earlier sections resolved.
+  static const std::vector<const SectionSchema*> sections{
+      &run_schema(),
+      &workloads::model_schema(),
+      &dist::parallel_schema(),
+      &workloads::data_schema(),
+      &train::optim_schema(),
+      &variants::precision_schema(),
+      &variants::attention_schema(),
+      &train::stability_schema(),
+      &train::checkpoint_schema(),
+      &train::profile_schema(),
+      &train::faults_schema(),
+      &gate::gate_schema(),
+  };
+  return sections;
+}
+
+}  // namespace lockstep::config
