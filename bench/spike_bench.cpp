@@ -15,16 +15,19 @@
 // Prints Markdown tables (bench/RESULTS.md, "Loss-spike detector"). --export also writes the runs'
 // curves as tests/data/spikes/{clean,faults}.tsv, the recorded curves spike_detector_test.cpp
 // judges (only the fields the detector and the cause ranking read on one rank).
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "bench_util.h"
 #include "harness/diagnose/report.h"
 #include "harness/util/files.h"
-#include "reports/run_json.h"
+#include "harness/util/process.h"
+#include "harness/runs/run_folder.h"
 
 using namespace lockstep;
 namespace fs = std::filesystem;
@@ -80,7 +83,7 @@ bool complete(const Job& j) {
 std::string curve_tsv(const Job& j, bool causes) {
   std::string out = "# run " + j.name + "\n";
   char buf[160];
-  for (const auto& r : reports::read_metrics(j.dir / "metrics.jsonl")) {
+  for (const auto& r : runs::read_metrics(j.dir / "metrics.jsonl")) {
     if (causes)
       std::snprintf(buf, sizeof buf, "%lld %.6g %.5g %.4g %.4g %.3g\n",
                     static_cast<long long>(r.step), r.loss, r.grad_norm, r.lr, r.batch_entropy,
@@ -166,7 +169,21 @@ int main(int argc, char** argv) {
                jobs.size() - argvs.size(), out.string().c_str());
   const auto cwd = fs::current_path();
   fs::current_path(LOCKSTEP_SOURCE_DIR);
-  util::run_all(argvs, logs, 2, 1800);
+  {  // two runs at a time, one per core
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers;
+    for (int w = 0; w < 2; ++w)
+      workers.emplace_back([&] {
+        for (size_t i; (i = next.fetch_add(1)) < argvs.size();) {
+          try {
+            util::wait_for(util::spawn(argvs[i], logs[i]), 1800);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "spike_bench: %s\n", e.what());
+          }
+        }
+      });
+    for (auto& t : workers) t.join();
+  }
   fs::current_path(cwd);
 
   // Faults: found (an event at the fault) and named first, per fault, length and step.

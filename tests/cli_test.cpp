@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "harness/util/cpu_capability.h"
+#include "harness/runs/run_folder.h"
 #include "harness/util/files.h"
 
 using namespace lockstep::testing;
@@ -337,7 +338,7 @@ TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
     if (e.path().filename().string().find("variant") == std::string::npos) continue;
     ++repeats;
     std::vector<int64_t> stalled;
-    for (const auto& rec : lockstep::reports::read_metrics(e.path() / "metrics.jsonl"))
+    for (const auto& rec : lockstep::runs::read_metrics(e.path() / "metrics.jsonl"))
       if (rec.timed && rec.step_ms >= kStallMs) stalled.push_back(rec.step);
     EXPECT_EQ(stalled, std::vector<int64_t>{25}) << e.path();
   }

@@ -38,6 +38,7 @@
 
 #include "harness/config/config.h"
 #include "harness/dist/comm.h"
+#include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/optim_config.h"
 #include "variants/attention.h"
@@ -49,7 +50,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace lockstep;
-using ParallelConfig = variants::ParallelConfig;
+using ParallelConfig = dist::ParallelConfig;
+
+// The trainer's optimizer update for the sharding layer: AdamW with `o`'s hyperparameters.
+variants::ShardUpdate adamw(const train::OptimConfig& o) {
+  return [o](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+             const torch::Tensor& decay, double lr, int64_t t) {
+    train::adamw_update(p, g, m, v, decay, lr, t, o);
+  };
+}
 
 // ---- tolerances ---------------------------------------------------------------------------------
 // Every comparison is the relative max-norm error  max|a - b| / max|b|  of one tensor. Per dtype:
@@ -349,7 +358,7 @@ TEST_F(Numerics, ModelMatchesTheIndependentReferenceInLossLogitsGradientsAndOneA
       SCOPED_TRACE("attention " + impl + ", " + c10::toString(c.dtype));
       auto model = build_model(cfg, impl, c.dtype);
       dist::Comm comm(one_rank(), ParallelConfig::from(cfg), torch::kCPU);
-      variants::Sharding sh(model, comm, /*stage=*/0, 25.0, optim);
+      variants::Sharding sh(model, comm, /*stage=*/0, 25.0, adamw(optim));
       sh.begin_step();
       auto logits = model->forward(x);  // (B, T, V)
       auto loss = cross_entropy(logits, y);
@@ -425,7 +434,7 @@ TEST_F(Numerics, ZeroStagesMatchStageZeroOnTwoGlooRanks) {
     for (const auto dtype : dtypes)
       for (int stage = 0; stage <= 3; ++stage) {
         auto model = build_model(cfg, "math", dtype);
-        variants::Sharding sh(model, comm, stage, cfg.number("parallel.bucket_mb"), optim);
+        variants::Sharding sh(model, comm, stage, cfg.number("parallel.bucket_mb"), adamw(optim));
         auto& tr = traces[dtype][static_cast<size_t>(stage)][static_cast<size_t>(rank)];
         for (int64_t step = 1; step <= kSteps; ++step) {
           std::vector<torch::Tensor> xs, ys;
@@ -503,7 +512,7 @@ void checkpoint_round_trip(const config::Config& cfg, dist::Comm& comm, int stag
   };
   {
     auto model = build_model(cfg, "math");
-    variants::Sharding sh(model, comm, stage, cfg.number("parallel.bucket_mb"), optim);
+    variants::Sharding sh(model, comm, stage, cfg.number("parallel.bucket_mb"), adamw(optim));
     step_of(model, sh, 1, 1);
     step_of(model, sh, 2, 2);
     train::save_checkpoint(root, 2, train::CheckpointState{2, 2, 1.0, 0, {}, {}}, sh, comm, 2);
@@ -513,7 +522,7 @@ void checkpoint_round_trip(const config::Config& cfg, dist::Comm& comm, int stag
   variants::AttentionConfig a;
   a.impl = "math";
   workloads::GPT fresh(workloads::ModelConfig::from(cfg), variants::make_attention(a));
-  variants::Sharding sh(fresh, comm, stage, cfg.number("parallel.bucket_mb"), optim);
+  variants::Sharding sh(fresh, comm, stage, cfg.number("parallel.bucket_mb"), adamw(optim));
   // The fresh model starts from its own init, not from the weights the checkpoint holds.
   EXPECT_FALSE(torch::equal(sh.full_params()[0], after->at(0)));
   const auto st = train::load_checkpoint(root, sh, comm.rank());

@@ -15,6 +15,7 @@
 
 #include "harness/diagnose/causes.h"
 #include "harness/diagnose/report.h"
+#include "reports/diagnose/reporters.h"
 
 namespace lockstep::diagnose {
 namespace {
@@ -152,13 +153,17 @@ TEST(SpikeDetector, ARunTooShortToJudgeSaysSo) {
   const auto rep = diagnose_records(run);
   EXPECT_TRUE(rep.diagnoses.empty());
   EXPECT_TRUE(loss_coverage(run).none());
-  const std::string text = render_text(rep), md = render_markdown(rep);
+  const auto text_of = [](const DiagnoseReport& r) {
+    return reports::DiagnosisConsoleReporter().render(r);
+  };
+  const std::string text = text_of(rep), md = reports::DiagnosisMarkdownReporter().render(rep);
   for (const auto* t : {&text, &md}) {
     EXPECT_NE(t->find("too short to judge"), std::string::npos) << *t;
     EXPECT_EQ(t->find("0 events"), std::string::npos) << *t;
   }
-  EXPECT_NE(render_html(rep).find("too short to judge"), std::string::npos);
-  const auto j = to_json(rep);
+  EXPECT_NE(reports::DiagnosisHtmlReporter().render(rep).find("too short to judge"),
+            std::string::npos);
+  const auto j = reports::diagnosis_json(rep);
   EXPECT_EQ(j["loss_judged_from"], 0);
   EXPECT_NE(j["too_short"].get<std::string>().find("6 steps"), std::string::npos) << j.dump(2);
   // Three more steps: the 9th is judged, and the report says from where.
@@ -170,8 +175,8 @@ TEST(SpikeDetector, ARunTooShortToJudgeSaysSo) {
   }
   const auto judged = diagnose_records(run);
   EXPECT_EQ(loss_coverage(run).first_judged, 9);
-  EXPECT_EQ(to_json(judged)["too_short"], "");
-  EXPECT_EQ(render_text(judged).find("too short"), std::string::npos) << render_text(judged);
+  EXPECT_EQ(reports::diagnosis_json(judged)["too_short"], "");
+  EXPECT_EQ(text_of(judged).find("too short"), std::string::npos) << text_of(judged);
 }
 
 // The trend, not a window median: a spike while the loss still falls steeply stands out.
