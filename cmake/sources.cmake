@@ -5,6 +5,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/config/config.cpp
   harness/config/schema.cpp
   harness/sections.cpp
+  harness/registry/catalog.cpp
   harness/train/run_config.cpp
   harness/dist/parallel_config.cpp
   harness/gate/policy.cpp
@@ -18,6 +19,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/train/trace.cpp
   harness/train/op_table.cpp
   variants/variant_config.cpp
+  variants/precision_traits.cpp
   workloads/model_config.cpp
   workloads/data_config.cpp
   workloads/data.cpp
@@ -27,6 +29,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/util/malloc_tuning.cpp
   harness/util/cpu_capability.cpp
   harness/util/format.cpp
+  harness/util/sha256.cpp
   harness/dist/rendezvous.cpp
   harness/summary.cpp
   harness/peak.cpp
@@ -100,6 +103,10 @@ set(LOCKSTEP_TORCH_SOURCES
   variants/attention.cpp
   variants/precision.cpp
   variants/sharding.cpp
+  harness/registry/builtins.cpp
+  harness/registry/kernel_table.cpp
+  harness/registry/plugin_loader.cpp
+  harness/registry/registry.cpp
   harness/dist/comm.cpp
   harness/dist/launcher.cpp
   harness/train/adamw.cpp
@@ -129,6 +136,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_history.cpp
   harness/cli/cmd_diagnose.cpp
   harness/cli/cmd_scale.cpp
+  harness/cli/cmd_variants.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

@@ -12,7 +12,7 @@ cxx=${CXX:-$(command -v clang++-14 || command -v clang++)}
 
 # The config loader, the registry, and the .cpp of every header the registry includes (schema.cpp
 # and each section's owner, all torch-free), so a newly registered section is picked up.
-sources=(harness/config/config.cpp harness/sections.cpp
+sources=(harness/config/config.cpp harness/sections.cpp variants/precision_traits.cpp
          $(sed -n 's|^#include "\(.*\)\.h"$|\1.cpp|p' "$root/harness/sections.cpp"))
 
 mkdir -p "$out"

@@ -3,13 +3,16 @@
 #include <chrono>
 
 #include "harness/compat/torch_compat.h"
+#include "variants/precision.h"
 
 namespace lockstep {
 
-GemmPeak measure_gemm_peak(const std::string& dtype, int threads, double seconds) {
+GemmPeak measure_gemm_peak(variants::Compute dtype, int threads, double seconds) {
   at::set_num_threads(threads);
   torch::NoGradGuard no_grad;
-  const auto st = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+  // The GEMM runs in the precision's autocast dtype (fp32 when it has none).
+  const auto& t = variants::traits(dtype);
+  const auto st = variants::scalar_type(t.autocast.value_or(variants::Dtype::F32));
   GemmPeak best{dtype, threads, 0, 0};
   for (int n : {512, 1024, 2048}) {
     auto a = torch::randn({n, n}).to(st), b = torch::randn({n, n}).to(st),

@@ -5,16 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "variants/precision_traits.h"
+
 namespace lockstep {
 
 struct GemmPeak {
-  std::string dtype;  // "fp32" | "bf16"
+  variants::Compute dtype = variants::Compute::FP32;  // one of variants::calibrated_computes()
   int threads = 1;
   double flops = 0;  // best over the sizes tried
   int best_n = 0;    // square size that reached it
 };
 
 // Times square GEMMs (512..2048) for about `seconds` each and keeps the best rate.
-GemmPeak measure_gemm_peak(const std::string& dtype, int threads, double seconds);
+GemmPeak measure_gemm_peak(variants::Compute dtype, int threads, double seconds);
 
 }  // namespace lockstep

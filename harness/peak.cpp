@@ -134,9 +134,10 @@ void store_cpu_peak(int threads, const std::string& libtorch, const std::string&
   util::write_atomic(calibration_file(), j.dump(2) + "\n");
 }
 
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+PeakFlops resolve_peak(const std::string& device, variants::Compute compute, int threads,
                        const std::string& libtorch, const GpuInfo* gpu) {
   PeakFlops p;
+  const auto& t = variants::traits(compute);
   if (device == "cuda") {
     if (!gpu) {
       p.source = "unknown: no device properties for this rank's GPU";
@@ -144,16 +145,21 @@ PeakFlops resolve_peak(const std::string& device, const std::string& compute, in
     }
     std::string why;
     const auto row = gpu_table_row(*gpu, &why);
-    p.flops = gpu_table_peak(*gpu, compute);
+    const std::string column = variants::name_of(t.gpu_peak);
+    p.flops = gpu_table_peak(*gpu, column);
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.4g TFLOP/s", p.flops ? *p.flops / 1e12 : 0.0);
-    p.source = p.flops ? "datasheet dense " + compute + " peak of the " + *row + " (" + buf +
+    p.source = p.flops ? "datasheet dense " + column + " peak of the " + *row + " (" + buf +
                              "): \"" + gpu->name + "\", " + std::to_string(gpu->sm_count) +
                              " SMs, max SM clock " + std::to_string(gpu->max_sm_clock_mhz) + " MHz"
                        : "unknown: " + why;
     return p;
   }
-  const std::string dtype = (compute == "tf32") ? "fp32" : compute;  // no TF32 units on CPU
+  if (!t.cpu_peak) {
+    p.source = std::string("unknown: no CPU GEMM peak for ") + t.name;
+    return p;
+  }
+  const std::string dtype = variants::name_of(*t.cpu_peak);
   p.flops = cached_cpu_peak(threads, libtorch, dtype);
   p.source = p.flops ? "calibrated " + dtype + " GEMM peak, " + std::to_string(threads) +
                            " thread(s) (lockstep calibrate)"

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "variants/precision_traits.h"
+
 namespace lockstep {
 
 struct PeakFlops {
@@ -45,9 +47,11 @@ std::optional<double> cached_cpu_peak(int threads, const std::string& libtorch,
 void store_cpu_peak(int threads, const std::string& libtorch, const std::string& dtype,
                     double flops, const std::string& method);
 
-// Resolves the peak for a run: device "cpu" -> calibration cache (fp32 for fp32/tf32);
-// "cuda" -> the table, by the properties of the rank's own device (`gpu`; null = unknown).
-PeakFlops resolve_peak(const std::string& device, const std::string& compute, int threads,
+// Resolves the peak for a run: device "cpu" -> the calibration cache, for the precision's
+// cpu_peak dtype (fp32 for fp32/tf32; none for fp16); "cuda" -> the table, by the properties of
+// the rank's own device (`gpu`; null = unknown), in the precision's gpu_peak column
+// (variants/precision_traits.h).
+PeakFlops resolve_peak(const std::string& device, variants::Compute compute, int threads,
                        const std::string& libtorch, const GpuInfo* gpu = nullptr);
 
 }  // namespace lockstep

@@ -13,6 +13,7 @@
 #include "harness/exit_codes.h"
 #include "harness/history/store.h"
 #include "harness/peak.h"
+#include "harness/registry/catalog.h"
 #include "harness/runs/metrics_log.h"
 #include "harness/runs/run_folder.h"
 #include "harness/summary.h"
@@ -31,21 +32,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string compute_dtype(const config::Config& cfg) {
-  return cfg.str("precision.compute");
+variants::Compute compute_of(const config::Config& cfg) {
+  return *variants::parse_compute(cfg.str("precision.compute"));
 }
 
 // CPU MFU needs a calibrated GEMM peak for this thread count; measure it once if missing.
 void ensure_calibration(const config::Config& cfg, bool quiet) {
   if (cfg.str("run.device") != "cpu") return;
   const int threads = static_cast<int>(cfg.integer("run.threads"));
-  std::string dtype = compute_dtype(cfg) == "bf16" ? "bf16" : "fp32";
-  if (compute_dtype(cfg) == "fp16") return;  // no CPU fp16 peak: MFU unknown
+  const auto peak = variants::traits(compute_of(cfg)).cpu_peak;
+  if (!peak) return;  // no CPU GEMM peak for this precision (fp16): MFU unknown
+  const std::string dtype = variants::name_of(*peak);
   if (cached_cpu_peak(threads, compat::torch_version(), dtype)) return;
   if (!quiet)
     std::cout << "calibrating the " << dtype << " GEMM peak for " << threads
               << " thread(s) (once per machine)...\n";
-  auto p = measure_gemm_peak(dtype, threads, 0.5);
+  auto p = measure_gemm_peak(*peak, threads, 0.5);
   store_cpu_peak(threads, compat::torch_version(), dtype, p.flops,
                  "square GEMM " + std::to_string(p.best_n));
 }
@@ -164,7 +166,7 @@ int run_training(const RunRequest& req) {
 
   const auto model = workloads::ModelConfig::from(cfg);
   const auto gpu = trainer.gpu();  // this rank's own device, never "GPU 0"
-  auto peak = resolve_peak(cfg.str("run.device"), compute_dtype(cfg),
+  auto peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
                            static_cast<int>(cfg.integer("run.threads")), compat::torch_version(),
                            gpu ? &*gpu : nullptr);
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
@@ -186,6 +188,8 @@ int run_training(const RunRequest& req) {
     base.top_kernels = o.top_kernels;
     base.memory_per_rank = o.memory_per_rank;
     base.profiled_steps = o.profiled_steps;
+    for (const auto& p : registry::plugin_files(cfg))
+      base.plugins.push_back(PluginRef{p.file, p.sha256});
     auto summary = summarize(recs, in, base);
     if (rank0) folder.write_summary(summary);
     return summary;

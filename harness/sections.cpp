@@ -5,6 +5,7 @@
 #include "harness/config/schema.h"
 #include "harness/dist/parallel_config.h"
 #include "harness/gate/policy.h"
+#include "harness/registry/catalog.h"
 #include "harness/train/checkpoint_config.h"
 #include "harness/train/fault_config.h"
 #include "harness/train/optim_config.h"
@@ -32,6 +33,7 @@ const std::vector<const SectionSchema*>& all_sections() {
       &train::profile_schema(),
       &train::faults_schema(),
       &gate::gate_schema(),
+      &registry::plugins_schema(),
   };
   return sections;
 }

@@ -73,6 +73,10 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   for (const auto& c : r.changes)
     o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob)
       << ")\n";
+  if (text::any_plugins(r)) {
+    o << "  plugins, baseline: " << text::plugins(r.baseline.plugins) << "\n";
+    o << "  plugins, variant:  " << text::plugins(r.variant.plugins) << "\n";
+  }
 
   if (!r.warnings.empty()) {
     o << "\nWarnings\n";

@@ -64,7 +64,12 @@ void config_diff(std::ostream& o, const compare::CompareResult& r) {
   for (const auto& c : r.changes)
     o << "<tr>" << td(code(c.key)) << td(code(c.before)) << td(code(c.after))
       << td(html_escape(text::knob_name(c.knob))) << "</tr>\n";
-  o << "</table></section>\n";
+  o << "</table>\n";
+  if (text::any_plugins(r))
+    o << "<p>Plugins: <span class=\"arm-b\">baseline</span> "
+      << html_escape(text::plugins(r.baseline.plugins)) << " &nbsp; <span class=\"arm-v\">variant</span> "
+      << html_escape(text::plugins(r.variant.plugins)) << "</p>\n";
+  o << "</section>\n";
 }
 
 void alignment(std::ostream& o, const compare::CompareResult& r) {

@@ -45,6 +45,10 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
   property("variant", r.variant.name + " (" + r.variant.config_path + ")");
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
+  if (text::any_plugins(r)) {
+    property("plugins.baseline", text::plugins(r.baseline.plugins));
+    property("plugins.variant", text::plugins(r.variant.plugins));
+  }
   o << "    </properties>\n";
   for (const auto& c : r.checks) {
     o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name)

@@ -84,6 +84,9 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   if (r.changes.empty()) o << row({"(none)", "", "", ""});
   for (const auto& c : r.changes)
     o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
+  if (text::any_plugins(r))
+    o << "\nPlugins: baseline " << markdown_escape(text::plugins(r.baseline.plugins))
+      << "; variant " << markdown_escape(text::plugins(r.variant.plugins)) << "\n";
 
   const auto& a = r.alignment;
   o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step

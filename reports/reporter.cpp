@@ -61,6 +61,16 @@ std::string knob_name(config::Knob k) {
   return "?";
 }
 
+std::string plugins(const std::vector<PluginRef>& p) {
+  std::string out;
+  for (const auto& x : p) out += (out.empty() ? "" : "; ") + x.file + " (sha256 " + x.sha256 + ")";
+  return out.empty() ? "none" : out;
+}
+
+bool any_plugins(const compare::CompareResult& r) {
+  return !r.baseline.plugins.empty() || !r.variant.plugins.empty();
+}
+
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
   if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";

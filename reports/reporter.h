@@ -34,6 +34,10 @@ std::string delta_value(const compare::Delta& d, const std::string& unit);  // "
 std::string delta_ci(const compare::Delta& d, const std::string& unit);  // "[+7.1%, +10.8%]" | "-"
 std::string p_value(const compare::Delta& d);                            // "0.008" | "<0.001" | "-"
 std::string knob_name(config::Knob k);                 // "exact", "approximate", ...
+// "none", or "FILE (sha256 HEX)" per plugin, "; "-separated: which kernel build an arm ran.
+std::string plugins(const std::vector<PluginRef>& p);
+// Whether either arm loads a plugin (the reports then name each arm's plugin files).
+bool any_plugins(const compare::CompareResult& r);
 // "5 repeats per arm", or why there is no timing: "not timed (golden mode)", "not timed (...)".
 std::string timing_summary(const compare::CompareResult& r);
 }  // namespace text

@@ -53,35 +53,69 @@ const Check* find(const CompareResult& r, const std::string& name) {
 
 TEST(Knobs, ClassesWarningsAndBookkeeping) {
   auto k = classify_changes({change("run.name", "\"a\"", "\"b\"", Knob::None),
-                             change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact)},
-                            "cpu");
+                             change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact)});
   EXPECT_EQ(k.knobs, std::vector<std::string>{"attention.impl"});
   EXPECT_EQ(k.klass, "exact");
   EXPECT_TRUE(k.warnings.empty());
   auto bf16 = classify_changes(
-      {change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate)}, "cpu");
+      {change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate)});
   EXPECT_EQ(bf16.klass, "approximate");
-  // TF32 is a no-op on a CPU (exact) but changes rounding on CUDA (approximate).
-  EXPECT_EQ(classify_changes(
-                {change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cpu")
-                .klass,
-            "exact");
-  EXPECT_EQ(classify_changes(
-                {change("precision.compute", "\"fp32\"", "\"tf32\"", Knob::Approximate)}, "cuda")
-                .klass,
-            "approximate");
-  auto two =
-      classify_changes({change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact),
-                        change("precision.compute", "\"fp32\"", "\"bf16\"", Knob::Approximate),
-                        change("faults.stall_every", "0", "10", Knob::Fault)},
-                       "cpu");
+  auto two = classify_changes({change("attention.impl", "\"math\"", "\"fused\"", Knob::Exact),
+                               change("precision.compute", "\"fp32\"", "\"bf16\"",
+                                      Knob::Approximate),
+                               change("faults.stall_every", "0", "10", Knob::Fault)});
   EXPECT_EQ(two.knobs.size(), 3u);
   EXPECT_EQ(two.optimizations.size(), 2u);  // a fault is a knob, not an optimization
   ASSERT_EQ(two.warnings.size(), 1u);
   EXPECT_NE(two.warnings[0].find("one optimization at a time"), std::string::npos);
-  auto lr = classify_changes({change("optim.lr", "0.003", "0.004", Knob::Workload)}, "cpu");
+  auto lr = classify_changes({change("optim.lr", "0.003", "0.004", Knob::Workload)});
   ASSERT_EQ(lr.warnings.size(), 1u);
   EXPECT_NE(lr.warnings[0].find("changes the workload itself (optim.lr)"), std::string::npos);
+}
+
+// The precision's knob class comes from its traits, on the variant's device: TF32 is a no-op on
+// a CPU (exact) but changes rounding on CUDA (approximate); bf16 is approximate everywhere.
+TEST(Knobs, PrecisionChangesAreJudgedByTheTraitsOnTheDevice) {
+  auto knob_of = [](const std::string& device, const std::string& to) {
+    const std::string run = "[run]\ndevice = \"" + device + "\"\n";
+    auto a = config::Config::parse(run, "a.toml");
+    auto b = config::Config::parse(run + "[precision]\ncompute = \"" + to + "\"\n", "b.toml");
+    std::vector<config::Change> changes;
+    for (const auto& c : config::diff(a, b))  // (run.name differs too: it comes from the file)
+      if (c.key == "precision.compute") changes.push_back(c);
+    EXPECT_EQ(changes.size(), 1u);
+    return classify_changes(changes).klass;
+  };
+  EXPECT_EQ(knob_of("cpu", "tf32"), "exact");
+  EXPECT_EQ(knob_of("cuda", "tf32"), "approximate");
+  EXPECT_EQ(knob_of("cpu", "bf16"), "approximate");
+  EXPECT_EQ(knob_of("cuda", "fp16"), "approximate");
+}
+
+// attention.impl is judged by the classes its registry entries declare, and under the configs'
+// precision: in fp32 the built-in kernels agree to rounding (exact); under bf16/fp16 a fused
+// kernel rounds its blocks differently from the math path's bf16 scores (approximate), which is
+// what configs/variants/bf16_fused_attention.toml over bf16.toml is judged as.
+TEST(Knobs, AttentionChangesUnderAutocastAreApproximate) {
+  auto klass = [](const std::string& compute) {
+    const std::string base = "[precision]\ncompute = \"" + compute + "\"\n";
+    auto a = config::Config::parse(base, "a.toml");
+    auto b = config::Config::parse(base + "[attention]\nimpl = \"fused\"\n", "b.toml");
+    std::vector<config::Change> changes;
+    for (const auto& c : config::diff(a, b))  // (run.name differs too: it comes from the file)
+      if (c.key == "attention.impl") changes.push_back(c);
+    EXPECT_EQ(changes.size(), 1u);
+    return classify_changes(changes).klass;
+  };
+  EXPECT_EQ(klass("fp32"), "exact");
+  EXPECT_EQ(klass("tf32"), "exact");
+  EXPECT_EQ(klass("bf16"), "approximate");
+  EXPECT_EQ(klass("fp16"), "approximate");
+  // Either side under autocast is enough (the precision change is a knob of its own then).
+  auto a = config::Config::parse("[precision]\ncompute = \"bf16\"\n", "a.toml");
+  auto b = config::Config::parse("[attention]\nimpl = \"fused\"\n", "b.toml");
+  for (const auto& c : config::diff(a, b))
+    if (c.key == "attention.impl") EXPECT_EQ(c.knob, Knob::Approximate);
 }
 
 TEST(Alignment, ExactToleranceDivergenceAndCheckStep) {

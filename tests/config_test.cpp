@@ -317,7 +317,7 @@ TEST(ConfigErrors, BadChoiceSuggestsClosest) {
 TEST(ConfigErrors, BadChoiceWithoutSuggestion) {
   auto e = ParseError("[attention]\nimpl = \"flash-attention-3\"\n");
   ExpectError(e, "t.toml", 2, 1, "attention.impl",
-              "\"flash-attention-3\" is not one of math|fused");
+              "\"flash-attention-3\" is not a registered attention (registered: math, fused)");
   ExpectNoSuggestion(e);
 }
 

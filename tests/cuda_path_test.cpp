@@ -15,6 +15,7 @@
 
 #include "harness/dist/comm.h"
 #include "harness/dist/parallel_config.h"
+#include "harness/registry/registry.h"
 #include "harness/train/adamw.h"
 #include "harness/train/device.h"
 #include "harness/train/memory.h"
@@ -41,6 +42,13 @@ workloads::ModelConfig tiny_model() {
   m.seq_len = 16;
   m.vocab_size = 64;
   return m;
+}
+
+// The model's built-in kernels (the registry's "math" attention, "gelu", "layer_norm").
+workloads::ModelKernels builtin_kernels() {
+  registry::install();
+  return {registry::attention_kernel("math"), registry::activation_kernel("gelu"),
+          registry::layer_norm_kernel("layer_norm")};
 }
 
 // The trainer's optimizer update for the sharding layer: AdamW.
@@ -117,7 +125,7 @@ TEST(OpProfiler, RecordsOperatorsRunOnAnotherThread) {
 }
 
 TEST(OpProfiler, RecordsTheBackwardOfATinyModel) {
-  auto model = workloads::GPT(tiny_model(), variants::make_attention({"math"}));
+  auto model = workloads::GPT(tiny_model(), builtin_kernels());
   auto x = torch::randint(0, 64, {2, 16}, torch::kInt64);
   OpProfiler prof;
   prof.start(nullptr, std::chrono::steady_clock::now());
@@ -140,7 +148,7 @@ TEST(OpProfiler, RecordsTheBackwardOfATinyModel) {
 TEST(Sharding, NonfiniteCountIsReducedOnTheCommunicationDevice) {
   for (int stage : {2, 3}) {
     SCOPED_TRACE("zero_stage " + std::to_string(stage));
-    auto model = workloads::GPT(tiny_model(), variants::make_attention({"math"}));
+    auto model = workloads::GPT(tiny_model(), builtin_kernels());
     dist::Comm comm(dist::RankInfo{}, one_rank("gloo", stage), torch::Device(torch::kCPU));
     EXPECT_EQ(comm.backend_name(), "gloo");
     variants::Sharding sharding(model, comm, stage, 25.0, optim());
@@ -208,7 +216,7 @@ TEST(Memory, CpuStatsHaveNoReservedPool) {
 TEST(Cuda, ProfilerRecordsTheBackwardOnAutogradsDeviceThread) {
   REQUIRE_CUDA();
   const torch::Device dev(torch::kCUDA, 0);
-  auto model = workloads::GPT(tiny_model(), variants::make_attention({"math"}));
+  auto model = workloads::GPT(tiny_model(), builtin_kernels());
   model->to(dev);
   auto x = torch::randint(0, 64, {2, 16}, torch::TensorOptions().dtype(torch::kInt64).device(dev));
   OpProfiler prof;
@@ -271,7 +279,7 @@ TEST(Cuda, Fp16Zero2OverflowCountGoesThroughNccl) {
   REQUIRE_CUDA();
   const torch::Device dev(torch::kCUDA, 0);
   dist::Comm comm(dist::RankInfo{}, one_rank("nccl", 2), dev);
-  auto model = workloads::GPT(tiny_model(), variants::make_attention({"math"}));
+  auto model = workloads::GPT(tiny_model(), builtin_kernels());
   model->to(dev);
   variants::Sharding sharding(model, comm, 2, 25.0, optim());
   sharding.begin_step();
@@ -312,7 +320,7 @@ TEST(Cuda, GraphReplayIsBitwiseTheEagerStep) {
   REQUIRE_CUDA();
   const torch::Device dev(torch::kCUDA, 0);
   torch::manual_seed(7);
-  auto model = workloads::GPT(tiny_model(), variants::make_attention({"math"}));
+  auto model = workloads::GPT(tiny_model(), builtin_kernels());
   model->to(dev);
   auto opts = torch::TensorOptions().dtype(torch::kInt64).device(dev);
   auto x = torch::randint(0, 64, {2, 16}, opts), y = torch::randint(0, 64, {2, 16}, opts);

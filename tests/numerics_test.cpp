@@ -11,7 +11,7 @@
 //   * bf16 autocast forward vs fp32, within bf16's tolerance;
 //   * checkpoint save -> load -> the next step bitwise equal (1 rank, and 2 ranks under ZeRO-3).
 //
-// The pieces are the project's own (GPT, make_attention, Precision, Comm, Sharding, AdamW,
+// The pieces are the project's own (GPT, the registry's kernels, Precision, Comm, Sharding, AdamW,
 // save/load_checkpoint), put together the way Trainer::run_steps does.
 //
 // The two ranks are two threads of this process, each with its own c10d Gloo process group over
@@ -40,6 +40,8 @@
 #include "harness/dist/comm.h"
 #include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
+#include "harness/registry/install.h"
+#include "harness/registry/registry.h"
 #include "harness/train/optim_config.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
@@ -175,11 +177,15 @@ config::Config micro_config(std::vector<std::string> extra = {}) {
   return config::Config::load(source_path("configs/baseline.toml"), sets);
 }
 
+// The model's kernels as the registry resolves them for `cfg`, with attention `impl`.
+workloads::ModelKernels model_kernels(const config::Config& cfg, const std::string& impl) {
+  const auto k = registry::kernels_for(cfg);
+  return {registry::attention_kernel(impl), k.activation, k.layer_norm};
+}
+
 workloads::GPT build_model(const config::Config& cfg, const std::string& impl,
                            torch::Dtype dtype = torch::kFloat32) {
-  variants::AttentionConfig a;
-  a.impl = impl;
-  workloads::GPT model(workloads::ModelConfig::from(cfg), variants::make_attention(a));
+  workloads::GPT model(workloads::ModelConfig::from(cfg), model_kernels(cfg, impl));
   model->to(dtype);
   // The reference's weights, by parameter name (every parameter must have one).
   torch::NoGradGuard no_grad;
@@ -291,6 +297,7 @@ struct Batches {
 
 class Numerics : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { registry::install(); }  // the built-in kernels, as the binary
   void SetUp() override {
     at::set_num_threads(1);  // as the runs (configs/baseline.toml: run.threads = 1)
     at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
@@ -300,10 +307,8 @@ class Numerics : public ::testing::Test {
 // ---- attention: fused vs math -------------------------------------------------------------------
 
 TEST_F(Numerics, FusedAttentionMatchesMathInOutputsAndGradients) {
-  variants::AttentionConfig m, f;
-  m.impl = "math";
-  f.impl = "fused";
-  const auto math = variants::make_attention(m), fused = variants::make_attention(f);
+  const workloads::AttentionKernel math = registry::attention_kernel("math"),
+                                   fused = registry::attention_kernel("fused");
   Worst worst;
   struct Case {
     torch::Dtype dtype;
@@ -519,9 +524,7 @@ void checkpoint_round_trip(const config::Config& cfg, dist::Comm& comm, int stag
     *loss_after = step_of(model, sh, 3, 3);
     *after = sh.full_params();
   }
-  variants::AttentionConfig a;
-  a.impl = "math";
-  workloads::GPT fresh(workloads::ModelConfig::from(cfg), variants::make_attention(a));
+  workloads::GPT fresh(workloads::ModelConfig::from(cfg), model_kernels(cfg, "math"));
   variants::Sharding sh(fresh, comm, stage, cfg.number("parallel.bucket_mb"), adamw(optim));
   // The fresh model starts from its own init, not from the weights the checkpoint holds.
   EXPECT_FALSE(torch::equal(sh.full_params()[0], after->at(0)));

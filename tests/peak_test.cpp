@@ -71,7 +71,7 @@ TEST(GpuPeakTable, OtherSkusAndSlicesAreUnknownNotTheNearestRow) {
 
 TEST(ResolvePeak, CudaUsesTheRanksDevicePropertiesAndSaysWhichRow) {
   const auto pcie = gpu("NVIDIA H100 PCIe", 114, 1755);
-  auto p = resolve_peak("cuda", "bf16", 1, "2.11", &pcie);
+  auto p = resolve_peak("cuda", lockstep::variants::Compute::BF16, 1, "2.11", &pcie);
   ASSERT_TRUE(p.flops);
   EXPECT_DOUBLE_EQ(*p.flops, 756e12);
   EXPECT_NE(p.source.find("H100 PCIe"), std::string::npos) << p.source;
@@ -79,11 +79,17 @@ TEST(ResolvePeak, CudaUsesTheRanksDevicePropertiesAndSaysWhichRow) {
   EXPECT_NE(p.source.find("1755 MHz"), std::string::npos) << p.source;
 
   const auto unknown = gpu("NVIDIA RTX 6000 Ada Generation", 142);
-  p = resolve_peak("cuda", "bf16", 1, "2.11", &unknown);
+  p = resolve_peak("cuda", lockstep::variants::Compute::BF16, 1, "2.11", &unknown);
   EXPECT_FALSE(p.flops);
   EXPECT_EQ(p.source.rfind("unknown: ", 0), 0u) << p.source;
 
-  p = resolve_peak("cuda", "bf16", 1, "2.11", nullptr);  // no properties: never a guess
+  p = resolve_peak("cuda", lockstep::variants::Compute::BF16, 1, "2.11", nullptr);  // never a guess
   EXPECT_FALSE(p.flops);
   EXPECT_EQ(p.source.rfind("unknown", 0), 0u) << p.source;
+
+  // fp16 reads the bf16 column (variants/precision_traits.h: tensor cores run both at one rate).
+  p = resolve_peak("cuda", lockstep::variants::Compute::FP16, 1, "2.11", &pcie);
+  ASSERT_TRUE(p.flops);
+  EXPECT_DOUBLE_EQ(*p.flops, 756e12);
+  EXPECT_NE(p.source.find("dense bf16 peak"), std::string::npos) << p.source;
 }

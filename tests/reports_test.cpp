@@ -109,7 +109,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
               (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec",
                                      "tokens_per_sec_ci", "mfu", "step_ms", "peak_memory_bytes",
                                      "phase_share", "phase_ms", "bound", "top_ops",
-                                     "tokens_per_sec_repeats", "loss_curve", "alignment_run"}));
+                                     "tokens_per_sec_repeats", "loss_curve", "alignment_run", "plugins"}));
     EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
   }
   EXPECT_EQ(keys(j["delta"]), (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct",

@@ -81,7 +81,8 @@ version_of() {  # LibTorch's version in an unpacked root, e.g. "2.6" (2.9+: in h
 }
 
 # --- sources ------------------------------------------------------------------------------------
-mapfile -t sources < <(cd "$root" && find harness workloads variants reports -name '*.cpp' | sort)
+# The example plugins too: the plugin header and its examples must build against 2.x.
+mapfile -t sources < <(cd "$root" && find harness workloads variants reports examples/plugins -name '*.cpp' | sort)
 # ... and the in-process CUDA tests bench/gpu-check.sh builds on a GPU machine (cuda pass only).
 cuda_tests=(tests/cuda_path_test.cpp)
 mapfile -t cu_sources < <(cd "$root" && find harness workloads variants reports examples -name '*.cu' 2>/dev/null | sort)
@@ -112,7 +113,7 @@ for f in "${sources[@]}"; do reaches_torch "$f" && torch_sources+=("$f"); done
 # --- passes -------------------------------------------------------------------------------------
 # (The checkout's path goes into a define and through a flag string below: no spaces in it.)
 common=(-std=c++17 -w -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_GLOO "-DLOCKSTEP_SOURCE_DIR=\"$root\""
-        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -isystem /usr/include/eigen3)
+        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -I"$root/include" -isystem /usr/include/eigen3)
 declare -A pass_flags=() pass_label=()
 passes=()
 cuda_skipped=""

@@ -19,6 +19,8 @@ const torch::Tensor& causal_bias(int64_t T, const torch::TensorOptions& opts) {
   return m;
 }
 
+}  // namespace
+
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
                              const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention",
@@ -51,16 +53,9 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
   return compat::sdpa_causal(q, k, v);  // (B, H, T, hd)
 }
 
-}  // namespace
-
 std::string sdpa_backend_used() {
   std::lock_guard<std::mutex> lock(g_backend_mu);
   return g_backend;
-}
-
-workloads::AttentionKernel make_attention(const AttentionConfig& cfg) {
-  if (cfg.impl == "fused") return fused_attention;
-  return math_attention;
 }
 
 }  // namespace lockstep::variants

@@ -22,40 +22,49 @@ bool autocast_works(at::DeviceType device, at::ScalarType dtype) {
 
 }  // namespace
 
+at::ScalarType scalar_type(Dtype d) {
+  switch (d) {
+    case Dtype::F32: return at::kFloat;
+    case Dtype::BF16: return at::kBFloat16;
+    case Dtype::F16: return at::kHalf;
+  }
+  return at::kFloat;
+}
+
 Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device)
     : cfg_(cfg), device_(device.type()) {
   const bool cuda = device.is_cuda();
+  const ComputeTraits& t = traits(cfg.compute);
+  const std::string name = t.name;
   if (cuda) {
-    const bool tf32 = cfg.compute == "tf32";
-    at::globalContext().setAllowTF32CuBLAS(tf32);
-    at::globalContext().setAllowTF32CuDNN(tf32);
+    at::globalContext().setAllowTF32CuBLAS(t.tf32_matmul);
+    at::globalContext().setAllowTF32CuDNN(t.tf32_matmul);
   }
-  if (cfg.compute == "fp32") {
-    description_ = "fp32";
-  } else if (cfg.compute == "tf32") {
-    description_ = cuda ? "tf32 (CUDA matmul and cuDNN TF32 on)"
-                        : "tf32: no effect on this device (CPU has no TF32 units): computes fp32";
+  if (!t.autocast) {
+    description_ = !t.tf32_matmul ? name
+                   : cuda ? name + " (CUDA matmul and cuDNN TF32 on)"
+                          : name + ": no effect on this device (CPU has no TF32 units): computes fp32";
+    return;
+  }
+  if (t.cuda_only && !cuda)  // LibTorch 2.x has CPU fp16 GEMMs; the variant is CUDA's
+    throw std::invalid_argument(name + " autocast is not supported on cpu: " + name +
+                                (t.loss_scaling ? " with dynamic loss scaling" : "") +
+                                " is a CUDA variant (run.device = \"cuda\"); bf16 is the CPU's "
+                                "reduced precision");
+  dtype_ = scalar_type(*t.autocast);
+  if (!autocast_works(device_, dtype_))
+    throw std::invalid_argument(
+        name + " autocast is not supported on " + (cuda ? "cuda" : "cpu") + " by LibTorch " +
+        compat::torch_version() +
+        (cuda ? "" : " (no " + name + " CPU GEMM); use bf16 on CPU, or run on cuda"));
+  autocast_ = true;
+  if (t.loss_scaling) {
+    dynamic_scaling_ = true;
+    scale_ = cfg.loss_scale;
+    description_ = name + " autocast, dynamic loss scaling from " +
+                   std::to_string(static_cast<long long>(scale_));
   } else {
-    if (cfg.compute == "fp16" && !cuda)  // LibTorch 2.x has CPU fp16 GEMMs; the variant is CUDA's
-      throw std::invalid_argument(
-          "fp16 autocast is not supported on cpu: fp16 with dynamic loss scaling is a CUDA "
-          "variant (run.device = \"cuda\"); bf16 is the CPU's reduced precision");
-    dtype_ = cfg.compute == "bf16" ? at::kBFloat16 : at::kHalf;
-    if (!autocast_works(device_, dtype_))
-      throw std::invalid_argument(
-          cfg.compute + " autocast is not supported on " + (cuda ? "cuda" : "cpu") +
-          " by LibTorch " + compat::torch_version() +
-          (cuda ? "" : " (no fp16 CPU GEMM); use bf16 on CPU, or run on cuda"));
-    autocast_ = true;
-    if (dtype_ == at::kHalf) {
-      dynamic_scaling_ = true;
-      scale_ = cfg.loss_scale;
-      description_ = "fp16 autocast, dynamic loss scaling from " +
-                     std::to_string(static_cast<long long>(scale_));
-    } else {
-      description_ =
-          std::string("bf16 autocast") + (cuda ? "" : " (oneDNN)") + ", fp32 master weights";
-    }
+    description_ = name + " autocast" + (cuda ? "" : " (oneDNN)") + ", fp32 master weights";
   }
 }
 

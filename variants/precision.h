@@ -15,6 +15,9 @@
 
 namespace lockstep::variants {
 
+// The LibTorch element type of a precision trait's dtype.
+at::ScalarType scalar_type(Dtype d);
+
 class Precision {
  public:
   // Throws std::invalid_argument when this device/LibTorch cannot run the precision

@@ -13,7 +13,7 @@
 //   stage 3  + parameters sharded: a unit's parameters are all-gathered just before its forward
 //            and again just before its backward (tensor hook on its output), freed after use
 //
-// Every stage runs the same elementwise optimizer update (the trainer passes AdamW,
+// Every stage runs the same elementwise optimizer update (the `[optim] impl` kernel, built in:
 // harness/train/adamw.h) on the slice it owns, so ZeRO changes where the math runs, not the math.
 #pragma once
 

@@ -1,9 +1,30 @@
 #include "variants/variant_config.h"
 
+#include "harness/registry/catalog.h"
+
 namespace lockstep::variants {
 
 using config::KeySpec;
 using config::Knob;
+
+namespace {
+
+// attention.impl selects a registry entry; a change of it is judged by the classes the entries
+// declare (registry::impl_key), and then under the configs' precisions (attention_change_knob).
+KeySpec attention_impl_key() {
+  KeySpec k = registry::impl_key(registry::Slot::Attention, "impl", "math",
+                                 "math: softmax(QK^T/sqrt(d))V | fused: LibTorch "
+                                 "scaled-dot-product attention | a plugin's (`lockstep variants`)");
+  auto declared = k.knob_of;
+  return std::move(k).judged_by([declared](const config::Config& a, const config::Config& b) {
+    auto compute = [](const config::Config& c) {
+      return parse_compute(c.str("precision.compute")).value_or(Compute::FP32);
+    };
+    return attention_change_knob(declared(a, b), compute(a), compute(b));
+  });
+}
+
+}  // namespace
 
 const config::SectionSchema& precision_schema() {
   static const config::SectionSchema s{
@@ -14,8 +35,15 @@ const config::SectionSchema& precision_schema() {
           KeySpec::Str(
               "compute", "fp32",
               "fp32 | tf32 (CUDA matmul flag) | bf16 autocast | fp16 autocast + loss scaling")
-              .one_of({"fp32", "tf32", "bf16", "fp16"})
-              .kind(Knob::Approximate),
+              .one_of(names_of(all_computes()))
+              .kind(Knob::Approximate)
+              // tf32 is a no-op on CPU (exact); bf16/fp16 change rounding (approximate: judged
+              // against the seed band). The device is the variant's.
+              .judged_by([](const config::Config& a, const config::Config& b) {
+                return precision_change_knob(*parse_compute(a.str("precision.compute")),
+                                             *parse_compute(b.str("precision.compute")),
+                                             b.str("run.device"));
+              }),
           KeySpec::Float("loss_scale", 65536.0, "fp16: initial dynamic loss scale")
               .range(1, 1e30)
               .kind(Knob::None),
@@ -34,11 +62,7 @@ const config::SectionSchema& attention_schema() {
       "attention",
       "Attention kernel (variants/attention.h).",
       {
-          KeySpec::Str(
-              "impl", "math",
-              "math: softmax(QK^T/sqrt(d))V | fused: LibTorch scaled-dot-product attention")
-              .one_of({"math", "fused"})
-              .kind(Knob::Exact),
+          attention_impl_key(),
       },
       nullptr,
   };
@@ -46,26 +70,13 @@ const config::SectionSchema& attention_schema() {
 }
 
 PrecisionConfig PrecisionConfig::from(const config::Config& c) {
-  return PrecisionConfig{c.str("precision.compute"), c.number("precision.loss_scale"),
+  return PrecisionConfig{*parse_compute(c.str("precision.compute")), c.number("precision.loss_scale"),
                          c.integer("precision.growth_interval")};
 }
-AttentionConfig AttentionConfig::from(const config::Config& c) {
-  return AttentionConfig{c.str("attention.impl")};
-}
 
-config::Knob precision_knob(const std::string& from, const std::string& to,
-                            const std::string& device) {
-  auto rounding = [&](const std::string& p) {
-    if (p == "tf32")
-      return device == "cuda" ? 1 : 0;  // no tensor cores on CPU: the flag is a no-op
-    return p == "fp32" ? 0 : 1;
-  };
-  if (rounding(from) == 0 && rounding(to) == 0) return Knob::Exact;
-  return Knob::Approximate;
-}
-
-config::Knob attention_knob(const std::string& compute) {
-  return compute == "bf16" || compute == "fp16" ? Knob::Approximate : Knob::Exact;
+config::Knob attention_change_knob(Knob declared, Compute a, Compute b) {
+  if (declared != Knob::Exact) return declared;
+  return traits(a).autocast || traits(b).autocast ? Knob::Approximate : Knob::Exact;
 }
 
 }  // namespace lockstep::variants

@@ -6,31 +6,24 @@
 #include <string>
 
 #include "harness/config/config.h"
+#include "variants/precision_traits.h"
 
 namespace lockstep::variants {
 
 struct PrecisionConfig {
-  std::string compute;          // "fp32" | "tf32" | "bf16" | "fp16"
+  Compute compute = Compute::FP32;
   double loss_scale = 0;        // fp16: initial dynamic loss scale
   int64_t growth_interval = 0;  // fp16: clean steps before the scale doubles
   static PrecisionConfig from(const config::Config& cfg);
 };
 
-struct AttentionConfig {
-  std::string impl;  // "math" | "fused"
-  static AttentionConfig from(const config::Config& cfg);
-};
-
 const config::SectionSchema& precision_schema();
 const config::SectionSchema& attention_schema();
 
-// How a change of precision.compute is judged: tf32 is a no-op on CPU (exact); bf16/fp16 change
-// rounding (approximate: judged against the seed band).
-config::Knob precision_knob(const std::string& from, const std::string& to,
-                            const std::string& device);
-// How a change of attention.impl is judged under precision.compute `compute`: in fp32 the kernels
-// agree to rounding (exact); under bf16/fp16 a fused kernel rounds its blocks differently from the
-// math path's bf16 score matrix (approximate: judged against the seed band).
-config::Knob attention_knob(const std::string& compute);
+// How a change of attention.impl is judged. `declared`: by the knob classes the two registry
+// entries declare (their class in fp32). Where it is exact, it stays exact only if neither config
+// computes under autocast: under bf16/fp16 two attention kernels round apart (a fused kernel's
+// blocks vs the math path's bf16 score matrix), approximate: judged against the seed band.
+config::Knob attention_change_knob(config::Knob declared, Compute a, Compute b);
 
 }  // namespace lockstep::variants

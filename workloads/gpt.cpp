@@ -37,35 +37,40 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   return linear(c_proj, y);                            // (B, T, C)
 }
 
-MLPImpl::MLPImpl(const ModelConfig& cfg) {
+MLPImpl::MLPImpl(const ModelConfig& cfg, ActivationKernel activation)
+    : activation_(std::move(activation)) {
   c_fc = register_module("c_fc", torch::nn::Linear(cfg.d_model, 4 * cfg.d_model));
   c_proj = register_module("c_proj", torch::nn::Linear(4 * cfg.d_model, cfg.d_model));
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  // Exact (erf) GELU, as nanoGPT: on CPU LibTorch it is 3x (fp32) to 15x (bf16) faster than the
-  // tanh approximation (bench/RESULTS.md), and it is what the workload defines.
-  return linear(c_proj, torch::gelu(linear(c_fc, x)));  // (B, T, 4*C) -> (B, T, C)
+  // GELU(x W_fc^T + b_fc) by the activation kernel (the built-in: exact erf GELU, as nanoGPT).
+  const int64_t C = x.size(-1);
+  auto h = activation_(x.view({-1, C}), c_fc->weight, c_fc->bias);  // (B*T, 4*C)
+  return linear(c_proj, h).view(x.sizes());                         // (B, T, C)
 }
 
-BlockImpl::BlockImpl(const ModelConfig& cfg, AttentionKernel kernel) {
+BlockImpl::BlockImpl(const ModelConfig& cfg, const ModelKernels& kernels)
+    : layer_norm_(kernels.layer_norm) {
   ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
-  attn = register_module("attn", CausalSelfAttention(cfg, std::move(kernel)));
+  attn = register_module("attn", CausalSelfAttention(cfg, kernels.attention));
   ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
-  mlp = register_module("mlp", MLP(cfg));
+  mlp = register_module("mlp", MLP(cfg, kernels.activation));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
-  auto y = x + attn(ln_1(x));  // (B, T, C)
-  return y + mlp(ln_2(y));     // (B, T, C)
+  const double eps = ln_1->options.eps();
+  auto y = x + attn(layer_norm_(x, ln_1->weight, ln_1->bias, eps));  // (B, T, C)
+  return y + mlp(layer_norm_(y, ln_2->weight, ln_2->bias, eps));     // (B, T, C)
 }
 
-GPTImpl::GPTImpl(const ModelConfig& cfg, AttentionKernel kernel) : cfg_(cfg) {
+GPTImpl::GPTImpl(const ModelConfig& cfg, ModelKernels kernels)
+    : cfg_(cfg), kernels_(std::move(kernels)) {
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.d_model));
   wpe = register_module("wpe", torch::nn::Embedding(cfg.seq_len, cfg.d_model));
   h = register_module("h", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
-    blocks_.push_back(Block(cfg, kernel));
+    blocks_.push_back(Block(cfg, kernels_));
     h->push_back(blocks_.back());
   }
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
@@ -115,7 +120,7 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
     x = blocks_[i]->forward(x);  // (B, T, C)
     for (auto* h : hooks_) h->after_forward(unit, x);
   }
-  x = ln_f(x);                                      // (B, T, C)
+  x = kernels_.layer_norm(x, ln_f->weight, ln_f->bias, ln_f->options.eps());  // (B, T, C)
   auto logits = torch::matmul(x, wte->weight.t());  // (B, T, V), head tied to wte
   for (auto* h : hooks_) h->after_forward(0, logits);
   return logits;

@@ -6,7 +6,8 @@
 // Init N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers) (GPT-2).
 //
 // Constraints: no dropout (losses must be bitwise reproducible); no variant logic in here.
-// Variants act from outside: the attention kernel is injected (variants/attention.h), precision
+// Variants act from outside: the attention, activation and LayerNorm kernels are injected
+// (harness/registry: built-ins or a plugin's), precision
 // wraps the forward (variants/precision.h), sharding uses the block hooks (variants/sharding.h)
 // the way FSDP uses nn.Module hooks.
 //
@@ -20,9 +21,22 @@
 
 namespace lockstep::workloads {
 
+// The kernels the model calls, chosen from outside (harness/registry; signatures as in
+// include/lockstep/plugin.h). The math is fixed; only the implementation varies.
 // Causal attention over (B, H, T, hd) queries, keys and values -> (B, H, T, hd).
 using AttentionKernel =
     std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+// The MLP's expansion and GELU: x (N, C), weight (4C, C), bias (4C) -> gelu(x weight^T + bias).
+using ActivationKernel =
+    std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&)>;
+// LayerNorm over the last dim: x (..., C), weight (C), bias (C), eps -> (..., C).
+using LayerNormKernel = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&,
+                                                    const torch::Tensor&, double)>;
+struct ModelKernels {
+  AttentionKernel attention;
+  ActivationKernel activation;
+  LayerNormKernel layer_norm;
+};
 
 // Observer of the model's units, in the spirit of nn.Module forward hooks. Unit 0 is the root
 // (embeddings, final LayerNorm, tied head); units 1..L are the blocks.
@@ -51,27 +65,33 @@ TORCH_MODULE(CausalSelfAttention);
 
 class MLPImpl : public torch::nn::Module {
  public:
-  explicit MLPImpl(const ModelConfig& cfg);
+  MLPImpl(const ModelConfig& cfg, ActivationKernel activation);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
 
   torch::nn::Linear c_fc{nullptr}, c_proj{nullptr};
+
+ private:
+  ActivationKernel activation_;
 };
 TORCH_MODULE(MLP);
 
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& cfg, AttentionKernel kernel);
+  BlockImpl(const ModelConfig& cfg, const ModelKernels& kernels);
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, C) -> (B, T, C)
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   CausalSelfAttention attn{nullptr};
   MLP mlp{nullptr};
+
+ private:
+  LayerNormKernel layer_norm_;
 };
 TORCH_MODULE(Block);
 
 class GPTImpl : public torch::nn::Module {
  public:
-  GPTImpl(const ModelConfig& cfg, AttentionKernel kernel);
+  GPTImpl(const ModelConfig& cfg, ModelKernels kernels);
   // (B, T) token ids -> (B, T, V) logits.
   torch::Tensor forward(const torch::Tensor& idx);
 
@@ -89,6 +109,7 @@ class GPTImpl : public torch::nn::Module {
  private:
   void init_weights();
   ModelConfig cfg_;
+  ModelKernels kernels_;
   std::vector<Block> blocks_;
   std::vector<UnitHooks*> hooks_;
 };

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "harness/registry/catalog.h"
+
 namespace lockstep::workloads {
 namespace {
 
@@ -54,6 +56,14 @@ const config::SectionSchema& model_schema() {
               .range(1, 256),
           KeySpec::Int("seq_len", std::nullopt, "context length T").range(2, 65536),
           KeySpec::Int("vocab_size", std::nullopt, "vocabulary V").range(2, 1048576),
+          registry::impl_key(registry::Slot::Activation, "activation", "gelu",
+                             "the MLP's expansion and activation: gelu (exact erf GELU) | a "
+                             "plugin's (`lockstep variants`)"),
+          registry::impl_key(registry::Slot::LayerNorm, "layer_norm", "layer_norm",
+                             "LayerNorm kernel: layer_norm (LibTorch's) | a plugin's"),
+          registry::impl_key(registry::Slot::Loss, "loss", "cross_entropy",
+                             "training loss kernel: cross_entropy (LibTorch's, on fp32 logits) | "
+                             "a plugin's"),
       },
       finalize,
   };
@@ -68,6 +78,9 @@ ModelConfig ModelConfig::from(const config::Config& c) {
   m.n_heads = c.integer("model.n_heads");
   m.seq_len = c.integer("model.seq_len");
   m.vocab_size = c.integer("model.vocab_size");
+  m.activation = c.str("model.activation");
+  m.layer_norm = c.str("model.layer_norm");
+  m.loss = c.str("model.loss");
   return m;
 }
 

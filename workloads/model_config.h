@@ -11,6 +11,8 @@ namespace lockstep::workloads {
 struct ModelConfig {
   std::string preset;
   int64_t d_model = 0, n_layers = 0, n_heads = 0, seq_len = 0, vocab_size = 0;
+  // Implementations by registered name (harness/registry): the math is the same for every one.
+  std::string activation, layer_norm, loss;
 
   int64_t head_dim() const { return d_model / n_heads; }
   // Parameters of the model as built (tied embedding counted once, position embedding included).

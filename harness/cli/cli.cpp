@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   add_history_command(app, action);
   add_diagnose_commands(app, action);
   add_scale_command(app, action);
+  add_variants_command(app, action);
   add_demo_command(app, action);
   try {
     app.parse(argc, argv);

@@ -29,5 +29,6 @@ void add_bisect_command(CLI::App& app, Action& action);
 void add_history_command(CLI::App& app, Action& action);    // history list|show|export|prune|report
 void add_diagnose_commands(CLI::App& app, Action& action);  // diagnose, stages, trace-check
 void add_scale_command(CLI::App& app, Action& action);      // strong/weak scaling, Amdahl fit
+void add_variants_command(CLI::App& app, Action& action);   // the implementation registry
 
 }  // namespace lockstep::cli

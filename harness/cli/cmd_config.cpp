@@ -6,6 +6,7 @@
 #include "harness/cli/cli.h"
 #include "harness/config/config.h"
 #include "harness/exit_codes.h"
+#include "harness/registry/catalog.h"
 
 namespace lockstep::cli {
 
@@ -31,6 +32,7 @@ void add_config_commands(CLI::App& app, Action& action) {
       auto c = config::Config::load(so->file, so->sets);
       std::cout << "# effective config of " << c.path() << " (hash " << c.hash() << ")\n"
                 << c.to_toml(!so->plain);
+
       return kExitPass;
     };
   });
@@ -58,6 +60,15 @@ void add_config_commands(CLI::App& app, Action& action) {
       if (changes.empty()) std::cout << "no differences\n";
       for (const auto& ch : changes)
         std::cout << ch.key << ": " << ch.before << " -> " << ch.after << "\n";
+      // Which kernel builds each side runs: the file and its content hash.
+      const auto pa = registry::plugin_files(ca), pb = registry::plugin_files(cb);
+      if (!pa.empty() || !pb.empty())
+        for (const auto& [side, list] : {std::pair{"A", &pa}, std::pair{"B", &pb}}) {
+          std::cout << "plugins, " << side << ":";
+          if (list->empty()) std::cout << " none";
+          for (const auto& p : *list) std::cout << " " << p.file << " (sha256 " << p.sha256 << ")";
+          std::cout << "\n";
+        }
       return kExitPass;
     };
   });

@@ -62,7 +62,7 @@ void add_run_command(CLI::App& app, Action& action) {
 void add_calibrate_command(CLI::App& app, Action& action) {
   struct Opts {
     std::vector<int> threads{1};
-    std::vector<std::string> dtypes{"fp32", "bf16"};
+    std::vector<std::string> dtypes = variants::names_of(variants::calibrated_computes());
     double seconds = 0.5;
   };
   auto o = std::make_shared<Opts>();
@@ -71,13 +71,13 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       "Measure this CPU's GEMM peak per dtype and thread count (for MFU) and cache it");
   cal->add_option("--threads", o->threads, "thread counts to measure")->check(positive_integer());
   cal->add_option("--dtypes", o->dtypes, "dtypes to measure")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+      ->check(CLI::IsMember(variants::names_of(variants::calibrated_computes())));
   cal->add_option("--seconds", o->seconds, "time per GEMM size")->check(positive_number());
   cal->callback([&action, o] {
     action = [o] {
       for (int t : o->threads)
         for (const auto& d : o->dtypes) {
-          auto p = measure_gemm_peak(d, t, o->seconds);
+          auto p = measure_gemm_peak(*variants::parse_compute(d), t, o->seconds);
           store_cpu_peak(t, compat::torch_version(), d, p.flops,
                          "square GEMM " + std::to_string(p.best_n));
           std::printf("%-5s %2d thread(s): %8.1f GFLOP/s (best at %dx%d)\n", d.c_str(), t,

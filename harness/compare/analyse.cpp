@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "harness/compare/analysis.h"
+#include "harness/registry/catalog.h"
 #include "harness/stats/statistics.h"
 
 namespace lockstep::compare {
@@ -72,6 +73,13 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.variant.name = plan.variant_config.str("run.name");
   r.baseline.config_path = plan.mode == "ab" ? plan.baseline_path : plan.golden_file;
   r.variant.config_path = plan.variant_path;
+  auto refs = [](const config::Config& c) {
+    std::vector<PluginRef> out;
+    for (const auto& p : registry::plugin_files(c)) out.push_back(PluginRef{p.file, p.sha256});
+    return out;
+  };
+  if (plan.mode == "ab") r.baseline.plugins = refs(plan.baseline_config);
+  r.variant.plugins = refs(plan.variant_config);
 
   if (plan.mode == "ab") {
     const size_t bi = full_run(plan, "baseline");

@@ -6,7 +6,6 @@
 
 #include "harness/stats/statistics.h"
 #include "harness/summary.h"
-#include "variants/variant_config.h"
 
 namespace lockstep::compare {
 
@@ -17,16 +16,10 @@ std::string round3(double x) {
   return buf;
 }
 
-KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device,
-                            const std::string& compute) {
+KnobReport classify_changes(const std::vector<config::Change>& changes) {
   KnobReport k;
   for (const auto& c : changes) {
-    config::Knob knob = c.knob;
-    if (c.key == "precision.compute") {
-      auto unquote = [](std::string s) { return s.size() >= 2 ? s.substr(1, s.size() - 2) : s; };
-      knob = variants::precision_knob(unquote(c.before), unquote(c.after), device);
-    }
-    if (c.key == "attention.impl") knob = variants::attention_knob(compute);
+    const config::Knob knob = c.knob;  // judged by the key's owner (KeySpec::knob_of)
     if (knob == config::Knob::None) continue;
     k.knobs.push_back(c.key);
     if (knob == config::Knob::Fault) continue;

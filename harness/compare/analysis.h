@@ -18,10 +18,9 @@ struct KnobReport {
   std::string klass = "exact";             // "approximate" if any approximate knob changed
   std::vector<std::string> warnings;
 };
-// `device` and `compute` are the variant's run.device and precision.compute: whether a knob keeps
-// the math exact can depend on them (TF32 on a CPU; an attention kernel under bf16).
-KnobReport classify_changes(const std::vector<config::Change>& changes, const std::string& device,
-                            const std::string& compute = "fp32");
+// Each change's knob class comes from the key's owner (config::KeySpec::knob_of): precision by
+// device, implementations by the knob class their registry entries declare.
+KnobReport classify_changes(const std::vector<config::Change>& changes);
 
 struct BandInput {
   std::vector<int64_t> seeds;

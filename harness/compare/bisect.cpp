@@ -10,17 +10,25 @@ BisectResult run_bisect(const BisectRequest& req) {
   BisectResult out;
   const auto base = config::Config::load(req.baseline), var = config::Config::load(req.variant);
   const auto changes = config::diff(base, var);
-  const auto knobs = classify_changes(changes, var.str("run.device"), var.str("precision.compute"));
+  const auto knobs = classify_changes(changes);
   std::vector<std::string> sets;  // "key=value" in diff order, knobs only
   for (const auto& c : changes)
     for (const auto& k : knobs.knobs)
       if (k == c.key) sets.push_back(c.key + "=" + c.after);
+  // The variant's plugin files are not a knob (the keys selecting their kernels are), but every
+  // trial needs them loaded for those names to exist.
+  std::vector<std::string> carry;
+  for (const auto& c : changes)
+    if (c.key == "plugins.load" && c.knob == config::Knob::None)
+      carry.push_back(c.key + "=" + c.after);
 
   auto trial = [&](const std::string& mode, const std::vector<std::string>& applied,
                    const std::string& dir) {
     CompareRequest cr;
     cr.baseline = {"baseline", req.baseline, {}};
-    cr.variant = {"variant", req.baseline, applied};
+    std::vector<std::string> vsets = carry;
+    vsets.insert(vsets.end(), applied.begin(), applied.end());
+    cr.variant = {"variant", req.baseline, vsets};
     cr.steps = req.steps;
     cr.repeats = req.repeats;
     cr.policy_file = req.policy_file;

@@ -73,7 +73,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
                          "cannot reach 0.05 below 4)");
   if (p.mode == "ab") {
     p.changes = config::diff(bcfg, vcfg);
-    auto knobs = classify_changes(p.changes, vcfg.str("run.device"), vcfg.str("precision.compute"));
+    auto knobs = classify_changes(p.changes);
     p.changed_knobs = knobs.knobs;
     p.klass = knobs.klass;
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());

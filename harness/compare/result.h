@@ -20,6 +20,7 @@ struct ArmResult {
   std::string label;  // "baseline" | "variant"
   std::string name;   // run.name
   std::string config_path;
+  std::vector<PluginRef> plugins;  // the plugin files its config loads, with their SHA-256
   std::string status =
       "ok";             // "ok" or the failed run's status ("nonfinite", "failed", "crashed", ...)
   std::string failure;  // one line, when status != ok

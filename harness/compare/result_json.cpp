@@ -65,6 +65,7 @@ json arm_json(const ArmResult& a) {
   for (const auto& [k, v] : a.phase_share) phases[k] = number(v);
   return {{"name", a.name},
           {"config", a.config_path},
+          {"plugins", runs::plugins_json(a.plugins)},
           {"status", a.status},
           {"failure", str_or_null(a.failure)},
           {"tokens_per_sec", number(a.tokens_per_sec)},

@@ -241,6 +241,21 @@ class Loader {
         if (!node.is_string()) throw wrong(type_of(node));
         v = node.as_string()->get();
         break;
+      case Type::StrList: {
+        const auto* arr = node.as_array();
+        if (!arr) throw wrong(type_of(node));
+        StrList list;
+        for (size_t i = 0; i < arr->size(); ++i) {
+          const auto* e = arr->get(i);
+          if (!e->is_string())
+            throw ConfigError(at, dotted,
+                              "element " + std::to_string(i + 1) + ": expected a string, got " +
+                                  type_of(*e));
+          list.push_back(e->as_string()->get());
+        }
+        v = std::move(list);
+        break;
+      }
     }
     check_range(*spec, dotted, v, at);
     cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false, {}};
@@ -291,6 +306,9 @@ class Loader {
       }
     for (const auto* s : all_sections())
       if (s->finalize) s->finalize(cfg);
+    for (const auto* s : all_sections())
+      for (const auto& k : s->keys)
+        if (k.check) k.check(cfg, s->name + "." + k.name);
   }
 
  private:
@@ -337,6 +355,11 @@ bool Config::flag(const std::string& key) const {
   const Value& v = value(key);
   if (const auto* b = std::get_if<bool>(&v)) return *b;
   throw std::logic_error("config key has no bool value: " + key);
+}
+const StrList& Config::strings(const std::string& key) const {
+  const Value& v = value(key);
+  if (const auto* l = std::get_if<StrList>(&v)) return *l;
+  throw std::logic_error("config key has no string-list value: " + key);
 }
 const std::string& Config::str(const std::string& key) const {
   const Value& v = value(key);
@@ -419,7 +442,7 @@ std::vector<Change> diff(const Config& a, const Config& b) {
       auto show = [](const Value& v) {
         return std::holds_alternative<std::monostate>(v) ? std::string("(unset)") : format_value(v);
       };
-      out.push_back(Change{key, show(va), show(vb), k.knob});
+      out.push_back(Change{key, show(va), show(vb), k.knob_of ? k.knob_of(a, b) : k.knob});
     }
   return out;
 }

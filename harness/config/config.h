@@ -65,6 +65,7 @@ class Config {
   double number(const std::string& key) const;
   bool flag(const std::string& key) const;
   const std::string& str(const std::string& key) const;
+  const StrList& strings(const std::string& key) const;
   bool has_value(const std::string& key) const;  // false for a key with no default, unset
   bool is_set(const std::string& key) const;     // set by a file or override (not a default)
   const Value& value(const std::string& key) const;

@@ -11,6 +11,7 @@ const char* type_name(Type t) {
     case Type::Float: return "a number";
     case Type::Bool: return "true or false";
     case Type::String: return "a string";
+    case Type::StrList: return "an array of strings";
   }
   return "?";
 }
@@ -26,6 +27,11 @@ std::string format_value(const Value& v) {
     std::string s(buf, r.ptr);
     if (s.find_first_of(".eE") == std::string::npos) s += ".0";
     return s;
+  }
+  if (const auto* l = std::get_if<StrList>(&v)) {
+    std::string out = "[";
+    for (const auto& e : *l) out += (out.size() > 1 ? ", " : "") + format_value(Value(e));
+    return out + "]";
   }
   if (const auto* s = std::get_if<std::string>(&v)) {
     std::string out = "\"";
@@ -70,6 +76,11 @@ KeySpec KeySpec::Str(std::string name, std::optional<std::string> def, std::stri
   if (def) k.def = *def;
   return k;
 }
+KeySpec KeySpec::Strings(std::string name, StrList def, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::StrList, k.doc = std::move(doc), k.def = std::move(def);
+  return k;
+}
 KeySpec&& KeySpec::range(std::optional<double> lo, std::optional<double> hi) && {
   min = lo, max = hi;
   return std::move(*this);
@@ -80,6 +91,14 @@ KeySpec&& KeySpec::one_of(std::vector<std::string> c) && {
 }
 KeySpec&& KeySpec::kind(Knob k) && {
   knob = k;
+  return std::move(*this);
+}
+KeySpec&& KeySpec::judged_by(std::function<Knob(const Config&, const Config&)> f) && {
+  knob_of = std::move(f);
+  return std::move(*this);
+}
+KeySpec&& KeySpec::checked_by(std::function<void(const Config&, const std::string&)> f) && {
+  check = std::move(f);
   return std::move(*this);
 }
 KeySpec&& KeySpec::unset_by_default() && {
@@ -100,6 +119,7 @@ std::string keys_markdown() {
       case Type::Float: return "float";
       case Type::Bool: return "bool";
       case Type::String: return "string";
+      case Type::StrList: return "strings";
     }
     return "?";
   };

@@ -15,10 +15,12 @@ namespace lockstep::config {
 
 class Config;
 
-// A scalar config value. monostate = "no value" (a key with no default that was not set).
-using Value = std::variant<std::monostate, int64_t, double, bool, std::string>;
+// A config value: a scalar, or a list of strings. monostate = "no value" (a key with no default
+// that was not set).
+using StrList = std::vector<std::string>;
+using Value = std::variant<std::monostate, int64_t, double, bool, std::string, StrList>;
 
-enum class Type { Int, Float, Bool, String };
+enum class Type { Int, Float, Bool, String, StrList };
 
 const char* type_name(Type t);
 // TOML-formatted value: strings quoted, floats always with a '.' or exponent.
@@ -41,15 +43,24 @@ struct KeySpec {
   std::vector<std::string> choices;
   std::string doc;
   Knob knob = Knob::Workload;
+  // Optional: how a change of this key between two configs is judged when it depends on the
+  // values (a precision on a device, the knob class an implementation declares). Unset: `knob`.
+  std::function<Knob(const Config& before, const Config& after)> knob_of;
+  // Optional: a check of this key's value, run after every section's finalize (so it can rely on
+  // what they resolved, e.g. the plugins [plugins] loaded). Throws via Config::fail.
+  std::function<void(const Config& c, const std::string& dotted)> check;
   bool optional = false;  // no default and none derived: unset means the rule is off
 
   static KeySpec Int(std::string name, std::optional<int64_t> def, std::string doc);
   static KeySpec Float(std::string name, std::optional<double> def, std::string doc);
   static KeySpec Bool(std::string name, bool def, std::string doc);
   static KeySpec Str(std::string name, std::optional<std::string> def, std::string doc);
+  static KeySpec Strings(std::string name, StrList def, std::string doc);
   KeySpec&& range(std::optional<double> lo, std::optional<double> hi) &&;
   KeySpec&& one_of(std::vector<std::string> c) &&;
   KeySpec&& kind(Knob k) &&;
+  KeySpec&& judged_by(std::function<Knob(const Config&, const Config&)> f) &&;
+  KeySpec&& checked_by(std::function<void(const Config&, const std::string&)> f) &&;
   KeySpec&& unset_by_default() &&;  // `config keys` then says "unset", not "(derived)"
 };
 

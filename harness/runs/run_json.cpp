@@ -66,6 +66,12 @@ StepRecord step_from_json(const json& j) {
   return r;
 }
 
+json plugins_json(const std::vector<PluginRef>& plugins) {
+  json a = json::array();
+  for (const auto& p : plugins) a.push_back({{"file", p.file}, {"sha256", p.sha256}});
+  return a;
+}
+
 json to_json(const RunSummary& s) {
   json j{{"name", s.name},
          {"config_hash", s.config_hash},
@@ -113,6 +119,7 @@ json to_json(const RunSummary& s) {
                    {"alloc_retries", m.alloc_retries},
                    {"ooms", m.ooms}});
   j["memory_per_rank"] = mem;
+  j["plugins"] = plugins_json(s.plugins);
   j["mfu"] = s.mfu ? num(*s.mfu) : json("unknown");
   j["peak_flops"] = s.peak_flops ? json(*s.peak_flops) : json("unknown");
   j["peak_flops_source"] = s.peak_flops_source;
@@ -184,6 +191,9 @@ RunSummary summary_from_json(const json& j) {
       r.ooms = m.value("ooms", int64_t{0});
       s.memory_per_rank.push_back(r);
     }
+  if (j.contains("plugins") && j["plugins"].is_array())
+    for (const auto& p : j["plugins"])
+      s.plugins.push_back(PluginRef{p.value("file", ""), p.value("sha256", "")});
   return s;
 }
 

@@ -14,6 +14,8 @@ nlohmann::json to_json(const StepRecord& r);
 StepRecord step_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunSummary& s);
 RunSummary summary_from_json(const nlohmann::json& j);
+// [{"file": ..., "sha256": ...}] (summary.json, report.json)
+nlohmann::json plugins_json(const std::vector<PluginRef>& plugins);
 
 // layer_costs.json: {"steps": N, "units": [{"name", "forward_ms", "backward_ms"}, ...]}.
 nlohmann::json layer_costs_json(int64_t steps, const std::vector<UnitCost>& units);

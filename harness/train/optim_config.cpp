@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/registry/catalog.h"
+
 namespace lockstep::train {
 namespace {
 
@@ -31,6 +33,9 @@ const config::SectionSchema& optim_schema() {
           KeySpec::Float("beta2", 0.95, "AdamW beta2").range(0, 0.999999),
           KeySpec::Float("eps", 1e-8, "AdamW epsilon").range(0, 1),
           KeySpec::Float("clip_grad_norm", 1.0, "max global grad norm (0 = off)").range(0, 1e9),
+          registry::impl_key(registry::Slot::Optimizer, "impl", "adamw",
+                             "the AdamW update kernel: adamw (one fused pass on CPU fp32) | a "
+                             "plugin's (`lockstep variants`)"),
       },
       finalize,
   };
@@ -56,6 +61,7 @@ OptimConfig OptimConfig::from(const config::Config& c) {
   o.beta2 = c.number("optim.beta2");
   o.eps = c.number("optim.eps");
   o.clip_grad_norm = c.number("optim.clip_grad_norm");
+  o.impl = c.str("optim.impl");
   return o;
 }
 

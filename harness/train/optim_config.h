@@ -2,6 +2,8 @@
 // Owned by the optimizer (harness/train/adamw.h).
 #pragma once
 
+#include <string>
+
 #include "harness/config/config.h"
 
 namespace lockstep::train {
@@ -11,6 +13,7 @@ struct OptimConfig {
   int64_t warmup = 0;  // LR warmup steps (distinct from run.warmup_steps, which is about timing)
   double weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
   double clip_grad_norm = 0;  // 0 = no clipping
+  std::string impl;           // the update kernel, by registered name (harness/registry)
 
   // Learning rate at 1-based `step` of a `total`-step schedule.
   double lr_at(int64_t step, int64_t total) const;

@@ -81,6 +81,12 @@ struct UnitCost {
   double forward_ms = 0, backward_ms = 0;
 };
 
+// A plugin library a run loaded (`[plugins] load`): the exact build, by content.
+struct PluginRef {
+  std::string file;    // absolute path
+  std::string sha256;  // of the file's bytes when it was loaded
+};
+
 struct RunSummary {
   std::string name;
   std::string config_hash;
@@ -111,6 +117,7 @@ struct RunSummary {
   int64_t profiled_steps = 0;
   // Allocator figures of each rank (rank 0's alone when the ranks could not meet at the end).
   std::vector<RankMemory> memory_per_rank;
+  std::vector<PluginRef> plugins;  // the plugin files the run loaded
   // environment
   std::map<std::string, std::string>
       env;  // libtorch, device, threads, blas, git_commit, host, world_size, ...

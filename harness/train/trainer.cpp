@@ -22,6 +22,7 @@
 #include "harness/train/stability.h"
 #include "harness/train/step_graph.h"
 #include "harness/train/trace.h"
+#include "harness/registry/registry.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
@@ -64,6 +65,7 @@ struct Trainer::Impl {
   torch::Device device{torch::kCPU};
   dist::RankInfo who;
   std::unique_ptr<dist::Comm> comm;
+  registry::Kernels kernels;  // the implementations the config selects (built-ins or plugins)
   std::unique_ptr<workloads::TokenSource> source;
   workloads::BatchPlan plan;
   workloads::GPT model{nullptr};
@@ -181,8 +183,10 @@ struct Trainer::Impl {
   // The model's forward and the loss, x, y: (B, T).
   Losses model_loss(const torch::Tensor& x, const torch::Tensor& y) {
     auto scope = precision->forward_scope();
-    auto logits =
-        model->forward(x).to(torch::kFloat32).view({-1, model_cfg.vocab_size});  // (B*T, V)
+    // (B*T, V), in the autocast dtype: the [optim]-selected loss kernel casts what it needs (the
+    // built-in casts to fp32); with a z-loss one fp32 cast serves both terms.
+    auto logits = model->forward(x).view({-1, model_cfg.vocab_size});
+    if (stability.z_loss > 0) logits = logits.to(torch::kFloat32);
     return loss(logits, y);
   }
 
@@ -190,7 +194,7 @@ struct Trainer::Impl {
   // PaLM's z-loss is added to what is differentiated, never to what is reported.
   Losses loss(const torch::Tensor& logits, const torch::Tensor& y) const {
     Losses l;
-    l.reported = torch::nn::functional::cross_entropy(logits, y.reshape({-1}));
+    l.reported = kernels.loss(logits, y.reshape({-1}));
     l.train = stability.z_loss > 0
                   ? l.reported + stability.z_loss * torch::logsumexp(logits, -1).pow(2).mean()
                   : l.reported;
@@ -370,8 +374,10 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   }
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
-  s.model =
-      workloads::GPT(s.model_cfg, variants::make_attention(variants::AttentionConfig::from(cfg)));
+  s.kernels = registry::kernels_for(cfg);
+  s.model = workloads::GPT(s.model_cfg, workloads::ModelKernels{s.kernels.attention,
+                                                                 s.kernels.activation,
+                                                                 s.kernels.layer_norm});
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.comm->set_nvtx(s.prof.nvtx);
@@ -380,9 +386,11 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   // slices this rank owns.
   s.sharding = std::make_unique<variants::Sharding>(
       s.model, *s.comm, static_cast<int>(s.par.zero_stage), s.par.bucket_mb,
-      [optim = s.optim](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
-                        torch::Tensor& v, const torch::Tensor& decay, double lr,
-                        int64_t t) { adamw_update(p, g, m, v, decay, lr, t, optim); });
+      [fn = s.kernels.optimizer, o = s.optim](torch::Tensor& p, const torch::Tensor& g,
+                                              torch::Tensor& m, torch::Tensor& v,
+                                              const torch::Tensor& decay, double lr, int64_t t) {
+        fn(p, g, m, v, decay, plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
+      });
   s.window = std::make_unique<ProfileWindow>(s.prof, s.run.warmup_steps, s.run.steps, s.model,
                                              s.trace.get(), s.epoch, s.device);
   if (s.prof.nvtx) {
@@ -440,21 +448,31 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   reset_peak_tensor_bytes(s.device);
   reset_peak_rss();
 
+  // An allocation failure (also inside a registry kernel) names the step; the allocator's state
+  // goes to the log.
+  auto out_of_memory = [&](const std::exception& e, const std::string& what) {
+    if (!is_out_of_memory(e)) return false;
+    out.failure = "out of memory at step " + std::to_string(out.failed_step) + ": " + what;
+    std::cerr << "rank " << s.who.rank << ": " << out.failure << "\n"
+              << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
+    return true;
+  };
   try {
     run_steps(s, out, observer, timer, last_step);
   } catch (const dist::CommError& e) {
     out.status = "lost_rank";
     out.failure = e.what();
     out.failed_step = s.progress.step.load();
+  } catch (const registry::KernelError& e) {  // a kernel threw or returned a wrong shape
+    out.status = "failed";
+    out.failed_step = s.progress.step.load();
+    if (!out_of_memory(e, e.what()))
+      out.failure = std::string(e.what()) + " at step " + std::to_string(out.failed_step);
   } catch (const std::exception& e) {
     out.status = "failed";
-    out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
     out.failed_step = s.progress.step.load();
-    if (is_out_of_memory(e)) {
-      out.failure = "out of memory at step " + std::to_string(out.failed_step) + ": " + out.failure;
-      std::cerr << "rank " << s.who.rank << ": " << out.failure << "\n"
-                << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
-    }
+    out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    out_of_memory(e, out.failure);
   }
   s.end_ranges();
   s.progress.phase = "done";

@@ -1,0 +1,49 @@
+// Lockstep's own implementations, registered through the same interface a plugin uses
+// (include/lockstep/plugin.h). Each is the reference the plugins are judged against.
+#include "harness/registry/kernel_table.h"
+#include "harness/train/adamw.h"
+#include "variants/attention.h"
+
+namespace lockstep::registry {
+
+void register_builtins() {
+  using plugin::Knob;
+  StagingRegistry r("");
+  r.attention("math", Knob::Exact, variants::math_attention,
+              "softmax(q k^T / sqrt(hd) + causal mask) v, mask and scale folded into one baddbmm");
+  r.attention("fused", Knob::Exact, variants::fused_attention,
+              "LibTorch's scaled-dot-product attention (flash / memory-efficient on CUDA 2.x)");
+  r.activation(
+      "gelu", Knob::Exact,
+      [](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+        // Exact (erf) GELU, as nanoGPT: on CPU LibTorch it is 3x (fp32) to 15x (bf16) faster than
+        // the tanh approximation (bench/RESULTS.md). linear() on (N, C) puts the bias into the
+        // GEMM (addmm).
+        return torch::gelu(torch::linear(x, w, b));  // (N, 4C)
+      },
+      "exact (erf) GELU of LibTorch's linear: addmm with the bias, then gelu");
+  r.layer_norm(
+      "layer_norm", Knob::Exact,
+      [](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, double eps) {
+        return torch::layer_norm(x, {x.size(-1)}, w, b, eps);
+      },
+      "LibTorch's layer_norm (fp32 under CPU autocast)");
+  r.loss(
+      "cross_entropy", Knob::Exact,
+      [](const torch::Tensor& logits, const torch::Tensor& targets) {
+        return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), targets);
+      },
+      "LibTorch's cross_entropy (log_softmax + nll_loss) on the logits cast to fp32");
+  r.optimizer(
+      "adamw", Knob::Exact,
+      [](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
+         const torch::Tensor& decay, const plugin::AdamWStep& s) {
+        train::OptimConfig o;
+        o.beta1 = s.beta1, o.beta2 = s.beta2, o.eps = s.eps, o.weight_decay = s.weight_decay;
+        train::adamw_update(p, g, m, v, decay, s.lr, s.step, o);
+      },
+      "AdamW in one fused pass over each flat fp32 buffer on CPU (tensor ops elsewhere)");
+  r.commit();
+}
+
+}  // namespace lockstep::registry
