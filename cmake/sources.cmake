@@ -120,6 +120,7 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/dist/launcher.cpp
   harness/train/adamw.cpp
   harness/train/checkpoint.cpp
+  harness/train/device.cpp
   harness/train/environment.cpp
   harness/train/memory.cpp
   harness/train/phase_timer.cpp
@@ -128,6 +129,9 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/trainer.cpp
   harness/train/watchdog.cpp
   harness/train/profiler.cpp
+  harness/train/kineto_window.cpp
+  harness/train/nvtx_layers.cpp
+  harness/train/step_graph.cpp
   harness/calibrate.cpp
   harness/runner.cpp
 )

@@ -245,8 +245,10 @@ int run_training(const RunRequest& req) {
   if (rank0 && !req.quiet) observers.add(&progress);
 
   const auto model = workloads::ModelConfig::from(cfg);
+  const auto gpu = trainer.gpu();  // this rank's own device, never "GPU 0"
   auto peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
-                           static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
+                           static_cast<int>(cfg.integer("run.threads")), compat::torch_version(),
+                           gpu ? &*gpu : nullptr);
   SummaryInputs in{cfg.str("run.name"), cfg.hash(), model.flops_per_token(),
                    peak.flops ? std::optional<double>(*peak.flops * world) : std::nullopt,
                    peak.source};
@@ -263,6 +265,8 @@ int run_training(const RunRequest& req) {
     base.loss_floor = o.loss_floor;
     base.env = o.env;
     base.top_ops = o.top_ops;
+    base.top_kernels = o.top_kernels;
+    base.memory_per_rank = o.memory_per_rank;
     base.profiled_steps = o.profiled_steps;
     for (const auto& p : registry::plugin_files(cfg))
       base.plugins.push_back(PluginRef{p.file, p.sha256});

@@ -92,6 +92,32 @@ TEST(Knobs, PrecisionChangesAreJudgedByTheTraitsOnTheDevice) {
   EXPECT_EQ(knob_of("cuda", "fp16"), "approximate");
 }
 
+// attention.impl is judged by the classes its registry entries declare, and under the configs'
+// precision: in fp32 the built-in kernels agree to rounding (exact); under bf16/fp16 a fused
+// kernel rounds its blocks differently from the math path's bf16 scores (approximate), which is
+// what configs/variants/bf16_fused_attention.toml over bf16.toml is judged as.
+TEST(Knobs, AttentionChangesUnderAutocastAreApproximate) {
+  auto klass = [](const std::string& compute) {
+    const std::string base = "[precision]\ncompute = \"" + compute + "\"\n";
+    auto a = config::Config::parse(base, "a.toml");
+    auto b = config::Config::parse(base + "[attention]\nimpl = \"fused\"\n", "b.toml");
+    std::vector<config::Change> changes;
+    for (const auto& c : config::diff(a, b))  // (run.name differs too: it comes from the file)
+      if (c.key == "attention.impl") changes.push_back(c);
+    EXPECT_EQ(changes.size(), 1u);
+    return classify_changes(changes).klass;
+  };
+  EXPECT_EQ(klass("fp32"), "exact");
+  EXPECT_EQ(klass("tf32"), "exact");
+  EXPECT_EQ(klass("bf16"), "approximate");
+  EXPECT_EQ(klass("fp16"), "approximate");
+  // Either side under autocast is enough (the precision change is a knob of its own then).
+  auto a = config::Config::parse("[precision]\ncompute = \"bf16\"\n", "a.toml");
+  auto b = config::Config::parse("[attention]\nimpl = \"fused\"\n", "b.toml");
+  for (const auto& c : config::diff(a, b))
+    if (c.key == "attention.impl") EXPECT_EQ(c.knob, Knob::Approximate);
+}
+
 TEST(Alignment, ExactToleranceDivergenceAndCheckStep) {
   std::vector<double> b{3.0, 2.0, 1.5, 1.4}, v{3.0, 2.0002, 1.5006, 1.4001};
   auto a = check_alignment(b, v, 0, 5e-4, "exact", std::nullopt);

@@ -1,6 +1,8 @@
 // The data layer and the rendezvous environment: torch-free, so they also run under ASan+UBSan.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <random>
 
 #include "harness/dist/rendezvous.h"
+#include "harness/util/process.h"
 #include "workloads/data.h"
 
 using namespace lockstep;
@@ -209,4 +212,46 @@ TEST(Rendezvous, InconsistentEnvironmentsAreErrorsNamingTheVariable) {
             std::string::npos);
   EXPECT_NE(msg({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK=\"x\""), std::string::npos);
   EXPECT_NE(msg({{"MASTER_PORT", "70000"}}).find("MASTER_PORT"), std::string::npos);
+}
+
+// ---- GPUs per rank (issue 17) -------------------------------------------------------------------
+
+TEST(CudaDevice, EachLocalRankGetsAGpuOfItsOwnNeverAShare) {
+  std::string why;
+  EXPECT_EQ(dist::cuda_device_for(0, 2, &why), 0);
+  EXPECT_EQ(dist::cuda_device_for(1, 2, &why), 1);
+  // A third rank on a 2-GPU machine used to get GPU 2 % 2 = 0, silently shared with rank 0.
+  EXPECT_FALSE(dist::cuda_device_for(2, 2, &why));
+  EXPECT_NE(why.find("local rank 2 has no GPU of its own"), std::string::npos) << why;
+  EXPECT_NE(why.find("2 CUDA device(s)"), std::string::npos) << why;
+  EXPECT_FALSE(dist::cuda_device_for(0, 0, &why));
+  EXPECT_NE(why.find("no CUDA device"), std::string::npos) << why;
+}
+
+TEST(CudaDevice, CompareGivesEachConcurrentRunGpusOfItsOwn) {
+  const fs::path none = fs::temp_directory_path() / "lockstep-no-such-driver-dir";
+  // CUDA_VISIBLE_DEVICES, as CUDA reads it (indices or UUIDs; empty = no GPU).
+  EXPECT_EQ(util::visible_gpus("2, 3", none), (std::vector<std::string>{"2", "3"}));
+  EXPECT_EQ(util::visible_gpus("GPU-0a1b,GPU-2c3d", none),
+            (std::vector<std::string>{"GPU-0a1b", "GPU-2c3d"}));
+  EXPECT_TRUE(util::visible_gpus("", none).empty());
+  // Unset: one per device the driver lists.
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-gpus-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "0000:17:00.0");
+  fs::create_directories(dir / "0000:65:00.0");
+  fs::create_directories(dir / "0000:ca:00.0");
+  EXPECT_EQ(util::visible_gpus(nullptr, dir), (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_TRUE(util::visible_gpus(nullptr, none).empty());
+  fs::remove_all(dir);
+
+  const std::vector<std::string> four{"0", "1", "2", "3"};
+  using Slots = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(util::gpu_slots(four, 1), (Slots{{"CUDA_VISIBLE_DEVICES=0"},
+                                             {"CUDA_VISIBLE_DEVICES=1"},
+                                             {"CUDA_VISIBLE_DEVICES=2"},
+                                             {"CUDA_VISIBLE_DEVICES=3"}}));
+  EXPECT_EQ(util::gpu_slots(four, 2),
+            (Slots{{"CUDA_VISIBLE_DEVICES=0,1"}, {"CUDA_VISIBLE_DEVICES=2,3"}}));
+  EXPECT_EQ(util::gpu_slots(four, 3), (Slots{{"CUDA_VISIBLE_DEVICES=0,1,2"}}));
+  EXPECT_TRUE(util::gpu_slots({"0"}, 2).empty());  // a 2-rank run needs 2 GPUs
 }

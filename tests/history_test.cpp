@@ -3,6 +3,7 @@
 // drift and the regression report's exit code with --window.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -279,6 +280,23 @@ TEST(HistoryStore, SeriesHasHealthyRunsOldestFirst) {
   EXPECT_EQ(s[0].git_commit, commit_name(1));
   EXPECT_EQ(s[2].git_commit, commit_name(3));
   EXPECT_EQ(store.series("bf16").size(), 0u);
+}
+
+TEST(HistoryStore, TheMachineKeyHoldsTheGpuModel) {
+  // Two GPU models in one host are two machines for the trends (issue 17).
+  TempDir tmp;
+  auto store = history::Store::open(tmp / "h.sqlite", true);
+  for (const char* gpu : {"NVIDIA H100 PCIe", "NVIDIA H200", ""}) {
+    auto run = testing::synthetic_summary(testing::SyntheticRun{});
+    run.env["device"] = *gpu ? "cuda" : "cpu";
+    if (*gpu) run.env["gpu"] = gpu;
+    store.record_run(run, "[run]\n", {2.0}, "runs/x", {});
+  }
+  std::vector<std::string> devices;
+  for (const auto& p : store.series()) devices.push_back(p.device);
+  std::sort(devices.begin(), devices.end());
+  EXPECT_EQ(devices,
+            (std::vector<std::string>{"cpu", "cuda (NVIDIA H100 PCIe)", "cuda (NVIDIA H200)"}));
 }
 
 // --- change points -----------------------------------------------------------------------------

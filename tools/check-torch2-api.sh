@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
-# Compiles every Lockstep source with -fsyntax-only against LibTorch 2.x headers, so API drift
-# between Debian 12's LibTorch 1.13 (what we build with) and 2.x (what GPU users build with) fails
-# the tests on a CPU-only machine.
+# Compiles Lockstep's sources with -fsyntax-only against LibTorch 2.x headers, so API drift between
+# Debian 12's LibTorch 1.13 (what we build with) and 2.x (what GPU users build with) fails the tests
+# on a CPU-only machine. Three passes:
 #
-# The 2.x headers are Debian trixie's libtorch-dev (2.6), fetched with `apt-get download` through
-# a temporary sources list that reuses this machine's own Debian mirror with only the suite
-# changed, and unpacked with `dpkg -x` (never installed). A second pass adds the CUDA toolkit's
-# headers (when present) to check the CUDA/NCCL code paths too.
+#   cuda    EVERY source (any .cu file, and the in-process CUDA tests) with -DLOCKSTEP_WITH_CUDA
+#           -DUSE_C10D_NCCL, against Debian trixie's libtorch-cuda-dev 2.6 (the real CUDA LibTorch
+#           headers: c10/cuda, ATen/cuda, ProcessGroupNCCL.hpp, Kineto) and the CUDA toolkit's
+#           headers (cuda_runtime, nccl.h): what a CUDA build compiles.
+#   cpu     the sources that include LibTorch, against trixie's libtorch-dev 2.6 (CPU).
+#   newest  the same, against the newest libtorch-dev Debian has (forky: 2.14, as C++20), for the
+#           API drift after 2.6 (GPU machines run newer LibTorch than 2.6).
+#
+# A source that includes no LibTorch header compiles to the same thing whatever LibTorch is around:
+# the cuda pass compiles it once more with the CUDA defines; the CPU passes skip it (the build has
+# compiled it). The packages are fetched with `apt-get download` through a temporary sources list
+# that reuses this machine's own Debian mirror with only the suite changed, unpacked with `dpkg -x`
+# (never installed) and kept in CACHE_DIR; each pass parses LibTorch once into a precompiled header.
 #
 # usage: tools/check-torch2-api.sh CACHE_DIR [SOURCE_ROOT]
+# Environment: LOCKSTEP_TORCH2_SUITE (default trixie), LOCKSTEP_TORCH_NEWEST_SUITE (default forky;
+# "none" skips that pass), CUDA_HOME (default /usr/local/cuda).
+# Exit: 0 all passes compiled; 1 a source failed (each failure printed); 77 every pass that could
+# run compiled, but there is no CUDA toolkit here, so the cuda pass could not (ctest: skipped).
 set -euo pipefail
 
 cache=${1:?usage: check-torch2-api.sh CACHE_DIR [SOURCE_ROOT]}
 root=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 suite=${LOCKSTEP_TORCH2_SUITE:-trixie}
-inc=$cache/root/usr/include
+newest_suite=${LOCKSTEP_TORCH_NEWEST_SUITE:-forky}
+cuda=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
 
 # The machine's own Debian mirror (deb822 .sources or classic sources.list), never a hard-coded host.
 mirror_uri() {
@@ -28,63 +43,194 @@ mirror_uri() {
   grep -hE '^deb ' /etc/apt/sources.list 2>/dev/null | grep -v security | awk '{print $2}' | head -n1 || true
 }
 
-if [ ! -f "$inc/torch/torch.h" ] || [ ! -d "$inc/gloo" ]; then
+# fetch NAME SUITE PACKAGES...: unpacks the packages of SUITE (main and contrib) into
+# $cache/root-NAME, once.
+fetch() {
+  local name=$1 from=$2
+  shift 2
+  local dest=$cache/root-$name
+  [ -f "$dest/.complete" ] && return 0
+  local uri
   uri=$(mirror_uri | head -n1 || true)
-  [ -n "$uri" ] || { echo "check-torch2-api: no Debian mirror found in this machine's apt sources" >&2; exit 1; }
-  apt_dir=$cache/apt
-  rm -rf "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/debs"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" > "$apt_dir/sources.list"
-  opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-        -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache" -o Debug::NoLocking=1
-        -o APT::Sandbox::User=root)
-  apt-get "${opts[@]}" update -qq
-  (cd "$cache/debs" && apt-get "${opts[@]}" download libtorch-dev libgloo-dev >/dev/null)
-  for deb in "$cache"/debs/*.deb; do dpkg -x "$deb" "$cache/root"; done
-fi
-vh=$inc/torch/csrc/api/include/torch/version.h
-version=$(awk '/define TORCH_VERSION_MAJOR/{ma=$3} /define TORCH_VERSION_MINOR/{mi=$3} END{if(ma!="") print ma "." mi}' "$vh" 2>/dev/null || true)
-echo "LibTorch headers: ${version:-unknown} from $suite"
+  [ -n "$uri" ] || { echo "check-torch2-api: no Debian mirror found in this machine's apt sources" >&2; return 1; }
+  local apt_dir=$cache/apt-$from
+  if [ ! -f "$apt_dir/.updated" ]; then
+    rm -rf "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $from main contrib" > "$apt_dir/sources.list"
+    apt-get "${apt_opts[@]/@@/$apt_dir}" update -qq
+    touch "$apt_dir/.updated"
+  fi
+  rm -rf "$dest" "$cache/debs-$name" && mkdir -p "$dest" "$cache/debs-$name"
+  (cd "$cache/debs-$name" && apt-get "${apt_opts[@]/@@/$apt_dir}" download "$@" >/dev/null)
+  local deb
+  for deb in "$cache/debs-$name"/*.deb; do dpkg -x "$deb" "$dest"; done
+  touch "$dest/.complete"
+}
+apt_opts=(-o Dir::Etc::SourceList=@@/sources.list -o Dir::Etc::SourceParts=/dev/null
+          -o Dir::State::Lists=@@/lists -o Dir::Cache=@@/cache -o Debug::NoLocking=1
+          -o APT::Sandbox::User=root)
 
-# The example plugins too: the plugin header and its examples must build against 2.x.
-mapfile -t sources < <(cd "$root" && find harness workloads variants reports examples/plugins -name '*.cpp' | sort)
-common=(-std=c++17 -fsyntax-only -w -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_GLOO -DLOCKSTEP_SOURCE_DIR=\"$root\"
-        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -I"$root/include" -isystem "$inc" -isystem "$inc/torch/csrc/api/include" -isystem /usr/include/eigen3)
-
-# check LABEL EXTRA_FLAGS... -- FILES...: compiles the files in parallel, prints each failure.
-check() {
-  local label=$1; shift
-  local flags=()
-  while [ "$1" != "--" ]; do flags+=("$1"); shift; done
-  shift
-  [ $# -gt 0 ] || return 0
-  local log=$cache/errors-$label
-  rm -rf "$log" && mkdir -p "$log"
-  printf '%s\n' "$@" | (cd "$root" && xargs -P "$(nproc)" -I{} sh -c \
-    'g++ "$@" {} 2> "'"$log"'/$(echo {} | tr / _).err" || echo {} >> "'"$log"'/failed"' sh "${common[@]}" "${flags[@]}")
-  [ -f "$log/failed" ] || return 0
-  local f
-  while read -r f; do
-    echo "FAIL ($label): $f"
-    head -n 25 "$log/$(echo "$f" | tr / _).err"
-  done < "$log/failed"
-  return 1
+version_of() {  # LibTorch's version in an unpacked root, e.g. "2.6" (2.9+: in headeronly/)
+  local inc=$1/usr/include/torch f files=()
+  for f in "$inc/csrc/api/include/torch/version.h" "$inc/headeronly/version.h"; do
+    [ -f "$f" ] && files+=("$f")
+  done
+  [ ${#files[@]} -gt 0 ] || return 0
+  awk '/define TORCH_VERSION_MAJOR/{ma=$3} /define TORCH_VERSION_MINOR/{mi=$3} END{if(ma!="") print ma "." mi}' \
+    "${files[@]}" 2>/dev/null || true
 }
 
-# Canary: the include paths really resolve to the 2.x headers (not the system's 1.13).
-printf '#include <torch/version.h>\nstatic_assert(TORCH_VERSION_MAJOR >= 2, "not the 2.x headers");\n' > "$cache/canary.cpp"
-g++ "${common[@]}" "$cache/canary.cpp" || { echo "check-torch2-api: the 2.x headers are not the ones being used" >&2; exit 1; }
+# --- sources ------------------------------------------------------------------------------------
+# The example plugins too: the plugin header and its examples must build against 2.x.
+mapfile -t sources < <(cd "$root" && find harness workloads variants reports examples/plugins -name '*.cpp' | sort)
+# ... and the in-process CUDA tests bench/gpu-check.sh builds on a GPU machine (cuda pass only).
+cuda_tests=(tests/cuda_path_test.cpp)
+mapfile -t cu_sources < <(cd "$root" && find harness workloads variants reports examples -name '*.cu' 2>/dev/null | sort)
 
-status=0
-check "cpu" -- "${sources[@]}" || status=1
-cuda=${CUDA_HOME:-/usr/local/cuda}
-if [ -f "$cuda/include/cuda_runtime.h" ]; then
-  # The CPU package lacks this build-generated header; a CUDA build's copy has just these lines.
-  mkdir -p "$cache/stub/c10/cuda/impl"
-  printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' > "$cache/stub/c10/cuda/impl/cuda_cmake_macros.h"
-  mapfile -t cuda_sources < <(cd "$root" && grep -lE 'LOCKSTEP_WITH_CUDA|LOCKSTEP_HAVE_NCCL|compat::cuda_' "${sources[@]}")
-  check "cuda+nccl" -DLOCKSTEP_WITH_CUDA -DUSE_C10D_NCCL -DUSE_CUDA -isystem "$cache/stub" -isystem "$cuda/include" -- "${cuda_sources[@]}" || status=1
+# Whether a file reaches a LibTorch header through the project's own includes.
+declare -A reaches=()
+reaches_torch() {
+  local f=$1
+  [ -n "${reaches[$f]:-}" ] && { [ "${reaches[$f]}" = 1 ]; return; }
+  reaches[$f]=0  # cycles end here
+  if grep -qE '^#include <(torch|ATen|c10)/' "$root/$f"; then
+    reaches[$f]=1
+    return 0
+  fi
+  local inc
+  while read -r inc; do
+    [ -f "$root/$inc" ] || continue
+    if reaches_torch "$inc"; then
+      reaches[$f]=1
+      return 0
+    fi
+  done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$root/$f")
+  return 1
+}
+torch_sources=()
+for f in "${sources[@]}"; do reaches_torch "$f" && torch_sources+=("$f"); done
+
+# --- passes -------------------------------------------------------------------------------------
+# (The checkout's path goes into a define and through a flag string below: no spaces in it.)
+common=(-std=c++17 -w -D_GLIBCXX_USE_CXX11_ABI=1 -DUSE_C10D_GLOO "-DLOCKSTEP_SOURCE_DIR=\"$root\""
+        -DLOCKSTEP_TORCH_VERSION=\"2.x\" -I"$root" -I"$root/include" -isystem /usr/include/eigen3)
+declare -A pass_flags=() pass_label=()
+passes=()
+cuda_skipped=""
+
+fetch cpu "$suite" libtorch-dev libgloo-dev
+inc=$cache/root-cpu/usr/include
+pass_flags[cpu]="-isystem $inc -isystem $inc/torch/csrc/api/include"
+pass_label[cpu]="LibTorch $(version_of "$cache/root-cpu") (CPU) from $suite"
+passes+=(cpu)
+
+if [ -f "$cuda/include/cuda_runtime.h" ] && [ -f "$cuda/include/nccl.h" ]; then
+  fetch cuda "$suite" libtorch-cuda-dev libgloo-dev
+  inc=$cache/root-cuda/usr/include
+  pass_flags[cuda]="-DLOCKSTEP_WITH_CUDA -DUSE_C10D_NCCL -DUSE_CUDA -isystem $inc -isystem $inc/torch/csrc/api/include -isystem $cuda/include"
+  pass_label[cuda]="LibTorch $(version_of "$cache/root-cuda") (CUDA) from $suite, CUDA headers from $cuda"
+  passes+=(cuda)
 else
-  echo "no CUDA toolkit at $cuda: CUDA/NCCL paths not checked"
+  cuda_skipped="no CUDA toolkit with nccl.h at $cuda (set CUDA_HOME)"
 fi
-[ $status -eq 0 ] && echo "all ${#sources[@]} sources compile against LibTorch ${version:-2.x} headers"
-exit $status
+
+if [ "$newest_suite" != none ]; then
+  fetch newest "$newest_suite" libtorch-dev libgloo-dev
+  inc=$cache/root-newest/usr/include
+  pass_flags[newest]="-isystem $inc -isystem $inc/torch/csrc/api/include"
+  # LibTorch 2.14 and later require C++20 (CMakeLists.txt builds with it for them too).
+  newest_version=$(version_of "$cache/root-newest")
+  major=${newest_version%%.*} minor=${newest_version#*.}
+  if [ "${major:-0}" -gt 2 ] 2>/dev/null || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 14 ]; } 2>/dev/null; then
+    pass_flags[newest]="-std=c++20 ${pass_flags[newest]}"
+  fi
+  pass_label[newest]="LibTorch $(version_of "$cache/root-newest") (CPU) from $newest_suite"
+  passes+=(newest)
+fi
+
+# Canaries: each pass really sees its headers (not the system's 1.13, not the CPU package).
+status=0
+work=$cache/work
+rm -rf "$work" && mkdir -p "$work"
+for p in "${passes[@]}"; do
+  canary=$work/canary-$p.cpp
+  printf '#include <torch/version.h>\nstatic_assert(TORCH_VERSION_MAJOR >= 2, "not the 2.x headers");\n' > "$canary"
+  [ "$p" = cuda ] && printf '#include <c10/cuda/impl/cuda_cmake_macros.h>\n#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>\n' >> "$canary"
+  # shellcheck disable=SC2086
+  g++ "${common[@]}" ${pass_flags[$p]} -fsyntax-only "$canary" ||
+    { echo "check-torch2-api: the $p pass does not see its own headers (${pass_label[$p]})" >&2; exit 1; }
+  echo "pass $p: ${pass_label[$p]}"
+done
+
+# One precompiled header per pass: LibTorch parsed once, not once per source.
+for p in "${passes[@]}"; do
+  mkdir -p "$work/pch-$p"
+  printf '#include "harness/compat/torch_compat.h"\n' > "$work/pch-$p/lockstep_pch.h"
+  # shellcheck disable=SC2086
+  g++ "${common[@]}" ${pass_flags[$p]} -x c++-header "$work/pch-$p/lockstep_pch.h" \
+    -o "$work/pch-$p/lockstep_pch.h.gch" 2> "$work/pch-$p.err" &
+done
+wait
+# (a header that fails to precompile shows up again, per source, below)
+
+# Jobs: "pass file". Every source in the cuda pass; LibTorch's sources in the others.
+jobs_file=$work/jobs
+: > "$jobs_file"
+for p in "${passes[@]}"; do
+  if [ "$p" = cuda ]; then
+    for f in "${sources[@]}" "${cuda_tests[@]}"; do echo "$p $f"; done
+  else
+    for f in "${torch_sources[@]}"; do echo "$p $f"; done
+  fi
+done >> "$jobs_file"
+
+export work root
+# shellcheck disable=SC2317  # run by xargs through bash -c
+compile_one() {  # pass file [torch] (flags come from the environment)
+  local p=$1 f=$2 flags_var="FLAGS_$1" pch=()
+  [ "$3" = torch ] && [ -f "$work/pch-$p/lockstep_pch.h.gch" ] && pch=(-include "$work/pch-$p/lockstep_pch.h")
+  local log
+  log="$work/$p-$(echo "$f" | tr / _).err"
+  # shellcheck disable=SC2086
+  (cd "$root" && g++ ${COMMON} ${!flags_var} "${pch[@]}" -fsyntax-only "$f") 2> "$log" ||
+    echo "$p $f" >> "$work/failed"
+}
+export -f compile_one
+COMMON="${common[*]}"
+export COMMON
+for p in "${passes[@]}"; do export "FLAGS_$p=${pass_flags[$p]}"; done
+declare -A is_torch=()
+for f in "${torch_sources[@]}" "${cuda_tests[@]}"; do is_torch[$f]=1; done
+# shellcheck disable=SC2016  # expanded by the inner bash
+while read -r p f; do
+  echo "$p $f ${is_torch[$f]:+torch}"
+done < "$jobs_file" | xargs -P "$(nproc)" -L 1 bash -c 'compile_one "$0" "$1" "${2:-}"'
+
+# CUDA sources (kernels of plugins): compiled by nvcc against the CUDA LibTorch headers.
+if [ "${#cu_sources[@]}" -gt 0 ] && [[ " ${passes[*]} " == *" cuda "* ]]; then
+  for f in "${cu_sources[@]}"; do
+    # shellcheck disable=SC2086
+    (cd "$root" && "$cuda/bin/nvcc" -std=c++17 -w ${pass_flags[cuda]} -I"$root" -c "$f" -o /dev/null) \
+      2> "$work/cuda-$(echo "$f" | tr / _).err" || echo "cuda $f" >> "$work/failed"
+  done
+fi
+
+if [ -f "$work/failed" ]; then
+  status=1
+  while read -r p f; do
+    echo "FAIL ($p: ${pass_label[$p]}): $f"
+    head -n 25 "$work/$p-$(echo "$f" | tr / _).err"
+  done < <(sort "$work/failed")
+fi
+rm -rf "$work"/pch-*  # ~700 MB each
+
+n_jobs=$(wc -l < "$jobs_file")
+if [ $status -eq 0 ]; then
+  echo "all compiled: ${#sources[@]} sources and ${#cuda_tests[@]} test in the cuda pass${cuda_skipped:+ (not run)}, ${#torch_sources[@]} LibTorch sources per CPU pass, ${#cu_sources[@]} .cu ($n_jobs compilations)"
+fi
+[ $status -ne 0 ] && exit 1
+if [ -n "$cuda_skipped" ]; then
+  echo "check-torch2-api: the cuda pass did not run: $cuda_skipped"
+  exit 77
+fi
+exit 0

@@ -1,8 +1,10 @@
 #include "variants/attention.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 namespace lockstep::variants {
@@ -36,10 +38,24 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
   return torch::bmm(att, v3).view({B, H, T, hd});                                // (B, H, T, hd)
 }
 
+std::mutex g_backend_mu;
+std::string g_backend;  // guarded by g_backend_mu; set once
+std::atomic<bool> g_backend_known{false};
+
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v) {
   RECORD_FUNCTION("lockstep::attention", std::vector<c10::IValue>());
+  if (!g_backend_known.load(std::memory_order_acquire)) {  // the inputs of the first call decide
+    std::lock_guard<std::mutex> lock(g_backend_mu);
+    g_backend = compat::sdpa_backend(q, k, v);
+    g_backend_known.store(true, std::memory_order_release);
+  }
   return compat::sdpa_causal(q, k, v);  // (B, H, T, hd)
+}
+
+std::string sdpa_backend_used() {
+  std::lock_guard<std::mutex> lock(g_backend_mu);
+  return g_backend;
 }
 
 }  // namespace lockstep::variants

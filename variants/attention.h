@@ -17,4 +17,8 @@ torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v);
 
+// The kernel the fused path's scaled-dot-product attention chose at its first call in this process
+// (compat::sdpa_backend: flash_attention, efficient_attention, math, ...); "" before any call.
+std::string sdpa_backend_used();
+
 }  // namespace lockstep::variants

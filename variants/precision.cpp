@@ -46,6 +46,11 @@ Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device)
                           : name + ": no effect on this device (CPU has no TF32 units): computes fp32";
     return;
   }
+  if (t.cuda_only && !cuda)  // LibTorch 2.x has CPU fp16 GEMMs; the variant is CUDA's
+    throw std::invalid_argument(name + " autocast is not supported on cpu: " + name +
+                                (t.loss_scaling ? " with dynamic loss scaling" : "") +
+                                " is a CUDA variant (run.device = \"cuda\"); bf16 is the CPU's "
+                                "reduced precision");
   dtype_ = scalar_type(*t.autocast);
   if (!autocast_works(device_, dtype_))
     throw std::invalid_argument(

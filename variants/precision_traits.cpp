@@ -11,13 +11,13 @@ using config::Knob;
 // and no CPU GEMM peak (LibTorch 1.13 has no fp16 CPU GEMM): its CPU MFU is unknown.
 const ComputeTraits kTraits[] = {
     {Compute::FP32, "fp32", std::nullopt, false, false, Compute::FP32, Compute::FP32, Knob::Exact,
-     Knob::Exact},
+     Knob::Exact, false},
     {Compute::TF32, "tf32", std::nullopt, true, false, Compute::TF32, Compute::FP32, Knob::Exact,
-     Knob::Approximate},  // no TF32 units on a CPU: there it computes fp32
+     Knob::Approximate, false},  // no TF32 units on a CPU: there it computes fp32
     {Compute::BF16, "bf16", Dtype::BF16, false, false, Compute::BF16, Compute::BF16,
-     Knob::Approximate, Knob::Approximate},
-    {Compute::FP16, "fp16", Dtype::F16, false, true, Compute::BF16, std::nullopt,
-     Knob::Approximate, Knob::Approximate},
+     Knob::Approximate, Knob::Approximate, false},
+    {Compute::FP16, "fp16", Dtype::F16, false, true, Compute::BF16, std::nullopt, Knob::Approximate,
+     Knob::Approximate, true},  // CUDA only (LibTorch 2.x has CPU fp16 GEMMs, 1.13 none)
 };
 
 }  // namespace

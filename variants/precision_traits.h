@@ -26,6 +26,8 @@ struct ComputeTraits {
   Compute gpu_peak;                 // the datasheet column MFU uses on a GPU
   std::optional<Compute> cpu_peak;  // the calibrated CPU GEMM peak MFU uses; nullopt = unknown
   config::Knob knob_cpu, knob_cuda;  // vs fp32: same math (exact) or other rounding
+  // A CUDA variant: a CPU run refuses it (a config error), whatever its LibTorch could do there.
+  bool cuda_only;
 };
 
 const ComputeTraits& traits(Compute c);

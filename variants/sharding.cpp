@@ -212,12 +212,19 @@ std::vector<double> Sharding::unit_grad_norms_sq() {
   return out;
 }
 
-int64_t Sharding::count_nonfinite_grads() {
+torch::Tensor Sharding::nonfinite_grads_tensor() {
   torch::NoGradGuard no_grad;
-  auto n = torch::zeros({1}, torch::kFloat64);
-  for (auto& u : units_) n += (~torch::isfinite(owned_grad(*u))).sum().to(torch::kFloat64).cpu();
+  // Counted and reduced where the gradients live, the communication device: NCCL all-reduces
+  // device tensors only (a host tensor there fails the collective and reads as a lost rank).
+  std::vector<torch::Tensor> parts;
+  for (auto& u : units_) parts.push_back((~torch::isfinite(owned_grad(*u))).sum());
+  auto n = torch::stack(parts).sum().to(torch::kFloat64).reshape({1});  // (1)
   if (stage_ >= 2) comm_.allreduce_sum(n, "all_reduce(nonfinite count)");
-  return static_cast<int64_t>(n.item<double>());
+  return n;
+}
+
+int64_t Sharding::count_nonfinite_grads() {
+  return static_cast<int64_t>(nonfinite_grads_tensor().item<double>());
 }
 
 void Sharding::scale_grads(double s) {

@@ -54,6 +54,8 @@ class Sharding final : public workloads::UnitHooks {
   std::vector<double> unit_grad_norms_sq();
   // Non-finite elements in the reduced gradient (global).
   int64_t count_nonfinite_grads();
+  // The same count as a (1) tensor on the communication device, before any read-back.
+  torch::Tensor nonfinite_grads_tensor();
   // Multiplies the reduced gradient by s (fp16 unscaling, clipping, fault injection).
   void scale_grads(double s);
   // Adds noise ~ N(0, std^2) to the reduced gradient (fault injection: an exploding gradient).

@@ -7,6 +7,25 @@ namespace lockstep::variants {
 using config::KeySpec;
 using config::Knob;
 
+namespace {
+
+// attention.impl selects a registry entry; a change of it is judged by the classes the entries
+// declare (registry::impl_key), and then under the configs' precisions (attention_change_knob).
+KeySpec attention_impl_key() {
+  KeySpec k = registry::impl_key(registry::Slot::Attention, "impl", "math",
+                                 "math: softmax(QK^T/sqrt(d))V | fused: LibTorch "
+                                 "scaled-dot-product attention | a plugin's (`lockstep variants`)");
+  auto declared = k.knob_of;
+  return std::move(k).judged_by([declared](const config::Config& a, const config::Config& b) {
+    auto compute = [](const config::Config& c) {
+      return parse_compute(c.str("precision.compute")).value_or(Compute::FP32);
+    };
+    return attention_change_knob(declared(a, b), compute(a), compute(b));
+  });
+}
+
+}  // namespace
+
 const config::SectionSchema& precision_schema() {
   static const config::SectionSchema s{
       "precision",
@@ -43,9 +62,7 @@ const config::SectionSchema& attention_schema() {
       "attention",
       "Attention kernel (variants/attention.h).",
       {
-          registry::impl_key(registry::Slot::Attention, "impl", "math",
-                             "math: softmax(QK^T/sqrt(d))V | fused: LibTorch scaled-dot-product "
-                             "attention | a plugin's (`lockstep variants`)"),
+          attention_impl_key(),
       },
       nullptr,
   };
@@ -55,6 +72,11 @@ const config::SectionSchema& attention_schema() {
 PrecisionConfig PrecisionConfig::from(const config::Config& c) {
   return PrecisionConfig{*parse_compute(c.str("precision.compute")), c.number("precision.loss_scale"),
                          c.integer("precision.growth_interval")};
+}
+
+config::Knob attention_change_knob(Knob declared, Compute a, Compute b) {
+  if (declared != Knob::Exact) return declared;
+  return traits(a).autocast || traits(b).autocast ? Knob::Approximate : Knob::Exact;
 }
 
 }  // namespace lockstep::variants

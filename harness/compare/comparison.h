@@ -34,7 +34,7 @@ struct CompareRequest {
   int64_t repeats = 0;      // overrides gate.repeats (0 = keep)
   std::string policy_file;  // a TOML file whose [gate] replaces the variant's policy
   std::string golden_file;  // golden mode: baseline = these `step loss` lines, no timing
-  int parallel = 0;         // untimed runs at once (0 = as many as the cores allow)
+  int parallel = 0;  // untimed runs at once (0 = as many as the cores allow; on CUDA, the GPUs)
   // --against-history: the baseline's loss curve as recorded (golden values); alignment uses it
   // instead of the fresh baseline run's curve, which still runs and is timed as usual.
   std::vector<double> reference_curve;

@@ -8,7 +8,7 @@ std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, cons
   if (log)
     log("full-length runs for the loss check: " + std::to_string(jobs.size()) + " (" +
         std::to_string(plan.parallel) + " at a time)");
-  return runs::run_children(jobs, plan.parallel);
+  return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
 }
 
 std::vector<runs::RunOutcome> execute_timing(const ComparisonPlan& plan, const Log& log) {

@@ -39,6 +39,20 @@ void check_golden_length(const std::string& file, const std::vector<double>& gol
 
 }  // namespace
 
+// On CUDA the loss-check runs are sized by GPUs, not cores: each concurrent run gets GPUs of its
+// own (CUDA_VISIBLE_DEVICES per slot; its ranks then pick device = local rank), never GPU 0 for
+// all. No GPU visible from here: one run at a time. Empty on a CPU comparison.
+static std::vector<std::vector<std::string>> cuda_slots(const config::Config& a,
+                                                        const config::Config& b, int requested) {
+  if (a.str("run.device") != "cuda" && b.str("run.device") != "cuda") return {};
+  const int per_run = static_cast<int>(
+      std::max(a.integer("parallel.world_size"), b.integer("parallel.world_size")));
+  auto slots = util::gpu_slots(util::visible_gpus(), per_run);
+  if (slots.empty()) slots.push_back({});  // the runs find (or miss) their GPUs themselves
+  if (requested > 0 && static_cast<size_t>(requested) < slots.size()) slots.resize(requested);
+  return slots;
+}
+
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
   p.out_dir = req.out_dir;
@@ -109,7 +123,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     p.klass_source = "the knob class (" + *p.policy.alignment +
                      ") is the one the variant declares ([gate] alignment)";
   if (p.policy.alignment && p.mode == "golden") p.klass = *p.policy.alignment;
-  p.parallel = req.parallel > 0 ? req.parallel : auto_parallel(bcfg, vcfg);
+  p.gpu_slots = cuda_slots(bcfg, vcfg, req.parallel);
+  p.parallel = !p.gpu_slots.empty() ? static_cast<int>(p.gpu_slots.size())
+               : req.parallel > 0   ? req.parallel
+                                    : auto_parallel(bcfg, vcfg);
 
   const fs::path arms = fs::path(req.out_dir) / "arms";
   const int64_t seed = bcfg.integer("run.seed");

@@ -45,6 +45,9 @@ struct ComparisonPlan {
   std::vector<double> reference_curve;  // --against-history: the recorded baseline curve
   std::string reference_source;
   int parallel = 1;  // alignment runs at once
+  // On CUDA: CUDA_VISIBLE_DEVICES per concurrent alignment run (parallel = its size), so each
+  // run's ranks get GPUs of their own. Empty on a CPU comparison.
+  std::vector<std::vector<std::string>> gpu_slots;
 
   std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then the "seed band"
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode

@@ -1,11 +1,27 @@
-// Every difference between LibTorch 1.13 (Debian 12) and 2.x (pip / official builds) lives here,
-// so the rest of the code base is written once.
+// Every difference between the LibTorch versions Lockstep builds with lives here, so the rest of
+// the code base is written once.
 //
-//   1.13                                   2.x
-//   at::_scaled_dot_product_attention      at::scaled_dot_product_attention
-//   autocast::set_cpu_enabled(...)         autocast::set_autocast_enabled(kCPU, ...)
-//   c10d::ProcessGroupGloo : ProcessGroup  c10d::ProcessGroupGloo : Backend (under USE_C10D_GLOO)
-//   c10::Event has no elapsedTime          c10::Event::elapsedTime (device-side timing)
+// Supported: LibTorch 1.13 (Debian 12, CPU: what `./lockstep` builds with) and LibTorch 2.1 or
+// later (pip / official builds, CPU or CUDA). 2.0 is refused at compile time: its c10d and
+// profiler headers are neither generation. The test suite compiles every source against 1.13 (the
+// build), Debian trixie's 2.6 headers (CPU, and CUDA with -DLOCKSTEP_WITH_CUDA -DUSE_C10D_NCCL)
+// and Debian forky's newer CPU headers (tools/check-torch2-api.sh); other minors are covered by
+// construction, each guard below naming the version its API appeared in.
+//
+//   API                                  before                          from
+//   scaled_dot_product_attention         at::_scaled_dot_product_...     2.0
+//   c10d::ProcessGroupGloo derives from  c10d::ProcessGroup              c10d::Backend (2.0)
+//   autocast setters                     set_cpu_enabled, set_enabled,   set_autocast_enabled(
+//                                        set_autocast_{cpu,gpu}_dtype    device, ...) (2.4)
+//   at::Allocator::allocate              const                           non-const (2.3)
+//   at::Allocator::copy_data             absent                          pure virtual (2.3)
+//   device-side timing                   at::cuda::CUDAEvent (every version; c10::Event gained
+//                                        elapsedTime only in 2.4, so it is not used)
+//   TF32                                 setAllowTF32CuBLAS / CuDNN: still the C++ setters in 2.9+,
+//                                        where they also write the new fp32_precision entries
+//                                        ("cuda"/"matmul", "cuda"/"conv"/"rnn"), so the legacy and
+//                                        new views never disagree; Lockstep never calls the new API
+//                                        (mixing the two is what 2.9+ rejects)
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -19,10 +35,18 @@
 #include <torch/version.h>
 #endif
 
-#define LOCKSTEP_TORCH2 (TORCH_VERSION_MAJOR >= 2)
+#define LOCKSTEP_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||           \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+#define LOCKSTEP_TORCH2 LOCKSTEP_TORCH_AT_LEAST(2, 0)
+#if LOCKSTEP_TORCH2 && !LOCKSTEP_TORCH_AT_LEAST(2, 1)
+#error "LibTorch 2.0 is not supported: build with 1.13 or with 2.1 or later"
+#endif
 
 #if defined(LOCKSTEP_WITH_CUDA)
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/profiler/stubs/base.h>
 #endif
 
 #if defined(USE_C10D_NCCL) && __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
@@ -50,6 +74,23 @@ inline at::Tensor sdpa_causal(const at::Tensor& q, const at::Tensor& k, const at
 #endif
 }
 
+// The kernel scaled_dot_product_attention picks for these inputs under the current global
+// context (deterministic mode, enabled backends, dtype, device): the same choice function its
+// dispatch calls. "math", "flash_attention", "efficient_attention", "cudnn_attention", ...
+inline std::string sdpa_backend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if LOCKSTEP_TORCH2
+  static const char* const kNames[] = {"math", "flash_attention", "efficient_attention",
+                                       "cudnn_attention", "overrideable"};
+  const int64_t c = at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true);
+  if (c >= 0 && c < 5) return kNames[c];
+  return "unknown (choice " + std::to_string(c) + ")";
+#else
+  (void)q, (void)k, (void)v;
+  return "math (LibTorch 1.13: SDPA's own math fallback)";
+#endif
+}
+
 // Makes `index` this process's current CUDA device (NCCL and the caching allocator follow it).
 // Callers check the device is CUDA; a CPU-only build never gets here.
 inline void cuda_set_device(int index) {
@@ -62,7 +103,7 @@ inline void cuda_set_device(int index) {
 
 // Autocast on one device type for lower-precision GEMMs.
 inline void set_autocast(at::DeviceType device, bool enabled, at::ScalarType dtype) {
-#if LOCKSTEP_TORCH2
+#if LOCKSTEP_TORCH_AT_LEAST(2, 4)
   at::autocast::set_autocast_enabled(device, enabled);
   if (enabled) at::autocast::set_autocast_dtype(device, dtype);
 #else
@@ -76,8 +117,8 @@ inline void set_autocast(at::DeviceType device, bool enabled, at::ScalarType dty
 #endif
 }
 
-// at::Allocator::allocate is const in 1.13 and not in 2.x, where copy_data is also required.
-#if LOCKSTEP_TORCH2
+// at::Allocator::allocate is const before 2.3 and not from 2.3, where copy_data is also required.
+#if LOCKSTEP_TORCH_AT_LEAST(2, 3)
 #define LOCKSTEP_ALLOCATE_CONST
 #define LOCKSTEP_ALLOCATOR_COPY_DATA                                              \
   void copy_data(void* dest, const void* src, std::size_t count) const override { \
@@ -106,5 +147,66 @@ inline void resize_storage_bytes(const at::Tensor& t, size_t nbytes) {
   }
   s->set_nbytes(nbytes);
 }
+
+// A timing mark on the current CUDA stream (device time, no host sync), or nothing without CUDA.
+// Read with ms_until() once both marks have completed (after the step's host sync).
+class DeviceEvent {
+ public:
+#if defined(LOCKSTEP_WITH_CUDA)
+  DeviceEvent() : event_(cudaEventDefault) {}  // timing on (CUDAEvent's default turns it off)
+  void record() {
+    event_.record();
+  }
+  bool recorded() const {
+    return event_.isCreated();
+  }
+  void synchronize() const {
+    event_.synchronize();
+  }
+  double ms_until(const DeviceEvent& later) const {
+    return event_.elapsed_time(later.event_);
+  }
+
+ private:
+  at::cuda::CUDAEvent event_;
+#else
+  void record() {}
+  bool recorded() const {
+    return false;
+  }
+  void synchronize() const {}
+  double ms_until(const DeviceEvent&) const {
+    return 0;
+  }
+#endif
+};
+
+// An NVTX range (Nsight Systems) through LibTorch's CUDA profiler stubs; a no-op when off or
+// without CUDA. RAII: closes on scope exit.
+class NvtxRange {
+ public:
+  NvtxRange(bool on, const char* name) : on_(on) {
+#if defined(LOCKSTEP_WITH_CUDA)
+    if (on_) torch::profiler::impl::cudaStubs()->rangePush(name);
+#else
+    (void)name;
+#endif
+  }
+  ~NvtxRange() {
+    pop();
+  }
+  // Ends the range early (once).
+  void pop() {
+#if defined(LOCKSTEP_WITH_CUDA)
+    if (on_) torch::profiler::impl::cudaStubs()->rangePop();
+#endif
+    on_ = false;
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+  bool on_;
+};
 
 }  // namespace lockstep::compat

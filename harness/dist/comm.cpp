@@ -23,11 +23,24 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
 
 }  // namespace
 
+double WaitTime::ms() const {
+  double ms = host_ms_;
+  for (const auto& [before, after] : spans_) ms += before.ms_until(after);
+  return ms;
+}
+
+void WaitTime::merge(WaitTime&& other) {
+  host_ms_ += other.host_ms_;
+  for (auto& span : other.spans_) spans_.push_back(std::move(span));
+  other = WaitTime();
+}
+
 Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& device)
     : rank_(who.rank),
       world_(who.world_size),
+      device_(device),
       timeout_(static_cast<int64_t>(cfg.timeout_s * 1000.0)) {
-  if (world_ == 1) return;
+  if (world_ == 1 && cfg.backend == "auto") return;
   // A dead peer must surface as the error Gloo raises (which names the collective and lets this
   // rank write its summary and exit 3), not as SIGPIPE killing this rank silently: Gloo's TCP pairs
   // write with writev, which raises SIGPIPE on a socket the peer has closed. (Python ignores
@@ -35,8 +48,12 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
   // SIGKILL, rank 0 then "killed by signal 13 (Broken pipe)" with no summary.json.
   ::signal(SIGPIPE, SIG_IGN);
   c10d::TCPStoreOptions opts;
-  opts.port = static_cast<uint16_t>(who.master_port);
   opts.isServer = !who.agent_store && rank_ == 0;
+  // A 1-rank group nobody launched hosts its own store on any free port: two such runs at once
+  // must not meet on MASTER_PORT's default.
+  opts.port = world_ == 1 && opts.isServer && who.source == "default"
+                  ? 0
+                  : static_cast<uint16_t>(who.master_port);
   opts.numWorkers = world_;
   opts.waitWorkers = false;
   opts.timeout = timeout_;
@@ -49,6 +66,10 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
     auto nopts = c10d::ProcessGroupNCCL::Options::create();
     nopts->timeout = timeout_;
     pg_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, world_, nopts);
+    stream_ordered_ = true;
+#if LOCKSTEP_TORCH_AT_LEAST(2, 2)
+    pg_->enableCollectivesTiming();  // start events on NCCL's stream: Work::getDuration
+#endif
 #else
     throw std::runtime_error(
         "parallel.backend = \"nccl\": this LibTorch was built without NCCL (use gloo)");
@@ -77,17 +98,40 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
 
 Comm::~Comm() = default;
 
+void Comm::check_device(const torch::Tensor& t, const char* what) const {
+  if (t.device() == device_) return;
+  throw std::invalid_argument(std::string("collective ") + what + ": a tensor on " +
+                              t.device().str() + ", but the communication device is " +
+                              device_.str() + " (NCCL takes device tensors only)");
+}
+
 template <typename F>
 void Comm::run(const char* what, uint64_t bytes, F&& issue) {
-  if (world_ == 1) return;
+  if (!pg_) return;
   in_flight_.store(what);
-  auto t0 = Clock::now();
+  last_issued_.store(what);
+  compat::NvtxRange range(nvtx_, what);
   try {
-    issue()->wait(timeout_);
+    if (stream_ordered_) {
+      auto work = issue();
+      compat::DeviceEvent before, after;
+      before.record();
+      work->wait();  // no timeout: the compute stream waits for the collective, the host does not
+      after.record();
+      wait_.add_device_span(std::move(before), std::move(after));
+#if LOCKSTEP_TORCH_AT_LEAST(2, 2)
+      timed_works_.push_back(std::move(work));
+#endif
+    } else {
+      const auto t0 = Clock::now();
+      issue()->wait(timeout_);
+      const double ms = ms_since(t0);
+      wait_.add_host_ms(ms);
+      host_stream_ms_ += ms;
+    }
   } catch (const std::exception& e) {
     fail(what, e);
   }
-  ms_ += ms_since(t0);
   bytes_ += bytes;
   in_flight_.store(nullptr);
 }
@@ -118,6 +162,7 @@ void Comm::fail(const char* what, const std::exception& e) {
 }
 
 void Comm::allreduce_sum(torch::Tensor& t, const char* what) {
+  check_device(t, what);
   std::vector<at::Tensor> ts{t};
   // ring all-reduce: each rank sends 2 (W-1)/W of the buffer
   const uint64_t bytes =
@@ -126,6 +171,8 @@ void Comm::allreduce_sum(torch::Tensor& t, const char* what) {
 }
 
 void Comm::reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const char* what) {
+  check_device(full, what);
+  check_device(shard, what);
   if (world_ == 1) {
     shard.copy_(full.narrow(0, 0, shard.numel()));
     return;
@@ -151,6 +198,8 @@ void Comm::reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const c
 }
 
 void Comm::allgather(torch::Tensor& shard, torch::Tensor& full, const char* what) {
+  check_device(shard, what);
+  check_device(full, what);
   if (world_ == 1) {
     full.narrow(0, 0, shard.numel()).copy_(shard);
     return;
@@ -164,13 +213,20 @@ void Comm::allgather(torch::Tensor& shard, torch::Tensor& full, const char* what
 }
 
 void Comm::barrier(const char* what) {
-  run(what, 0, [&] { return pg_->barrier(); });
+  if (!pg_) return;
+  in_flight_.store(what);
+  try {
+    pg_->barrier()->wait(timeout_);  // the host waits: that is what a barrier is for
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+  in_flight_.store(nullptr);
 }
 
-double Comm::take_ms() {
-  double m = ms_;
-  ms_ = 0;
-  return m;
+WaitTime Comm::take_wait() {
+  WaitTime w;
+  w.merge(std::move(wait_));
+  return w;
 }
 
 uint64_t Comm::take_bytes() {
@@ -179,9 +235,29 @@ uint64_t Comm::take_bytes() {
   return b;
 }
 
+double Comm::take_stream_ms() {
+  double ms = host_stream_ms_;
+  host_stream_ms_ = 0;
+#if LOCKSTEP_TORCH_AT_LEAST(2, 2)
+  for (const auto& w : timed_works_) {
+    try {
+      ms += w->getDuration();
+    } catch (const std::exception&) {
+      // a work NCCL did not time (e.g. coalesced): its wait is still in take_wait()
+    }
+  }
+#endif
+  timed_works_.clear();
+  return ms;
+}
+
 std::string Comm::in_flight() const {
-  const char* w = in_flight_.load();
-  return w ? w : "";
+  if (const char* w = in_flight_.load()) return w;
+  if (!stream_ordered_) return "";
+  const char* last = last_issued_.load();
+  return last
+             ? std::string("last issued ") + last + " (NCCL: the device waits for it, not the host)"
+             : "";
 }
 
 }  // namespace lockstep::dist

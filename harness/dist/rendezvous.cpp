@@ -59,6 +59,19 @@ RankInfo rank_info_from_env(const std::function<const char*(const char*)>& env) 
   return r;
 }
 
+std::optional<int> cuda_device_for(int local_rank, int device_count, std::string* why) {
+  if (device_count < 1) {
+    if (why) *why = "this machine has no CUDA device";
+    return std::nullopt;
+  }
+  if (local_rank < device_count) return local_rank;
+  if (why)
+    *why = "local rank " + std::to_string(local_rank) +
+           " has no GPU of its own: this machine has " + std::to_string(device_count) +
+           " CUDA device(s); run at most " + std::to_string(device_count) + " rank(s) per machine";
+  return std::nullopt;
+}
+
 RankInfo rank_info_from_env() {
   return rank_info_from_env([](const char* n) { return std::getenv(n); });
 }

@@ -25,4 +25,9 @@ struct RankInfo {
 RankInfo rank_info_from_env(const std::function<const char*(const char*)>& getenv_fn);
 RankInfo rank_info_from_env();
 
+// The CUDA device of a rank: device `local_rank`, one GPU per rank. A local rank with no device of
+// its own (more ranks on this machine than `device_count`) gets none, with the reason in `why`:
+// ranks never share a GPU silently (NCCL refuses two ranks on one device, and timings would mix).
+std::optional<int> cuda_device_for(int local_rank, int device_count, std::string* why);
+
 }  // namespace lockstep::dist

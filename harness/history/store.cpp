@@ -65,6 +65,13 @@ std::string host_of(const std::map<std::string, std::string>& env) {
   return h;
 }
 
+// The device part of the machine key: "cpu", or "cuda (NVIDIA H100 80GB HBM3)": two GPU models
+// in one host are two machines for the trends.
+std::string device_of(const std::map<std::string, std::string>& env) {
+  const std::string gpu = get(env, "gpu");
+  return gpu.empty() ? get(env, "device") : get(env, "device") + " (" + gpu + ")";
+}
+
 std::optional<int64_t> integer_of(const std::string& s) {
   try {
     size_t used = 0;
@@ -101,7 +108,7 @@ int64_t insert_entry(sql::Db& db, const std::string& kind, const std::string& re
   st.bind(5, name)
       .bind(6, hash)
       .bind(7, host_of(env))
-      .bind(8, get(env, "device"))
+      .bind(8, device_of(env))
       .bind(9, get(env, "libtorch"));
   for (int i : {10, 11}) {
     auto v = integer_of(get(env, i == 10 ? "threads" : "world_size"));

@@ -53,11 +53,12 @@ void prepare(const RunJob& job) {
   fs::create_directories(job.dir);
 }
 
-RunOutcome wait_and_read(const RunJob& job) {
+RunOutcome wait_and_read(const RunJob& job, const std::vector<std::string>& env = {}) {
   const RunFolder folder(job.dir);
   util::ExitStatus st;
   try {
-    st = util::wait_for(util::spawn(child_argv(job), folder.log(), job.label), kChildRunTimeoutS);
+    st = util::wait_for(util::spawn(child_argv(job), folder.log(), job.label, env),
+                        kChildRunTimeoutS);
   } catch (const std::exception& e) {
     RunOutcome o;
     o.exit.code = 127;
@@ -84,15 +85,19 @@ RunOutcome run_child(const RunJob& job) {
   return wait_and_read(job);
 }
 
-std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel) {
+std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel,
+                                     const std::vector<std::vector<std::string>>& slot_env) {
   for (const auto& j : jobs) prepare(j);
   std::vector<RunOutcome> out(jobs.size());
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
-  const size_t n = std::min(jobs.size(), static_cast<size_t>(std::max(1, parallel)));
+  const int slots = slot_env.empty() ? std::max(1, parallel) : static_cast<int>(slot_env.size());
+  const size_t n = std::min(jobs.size(), static_cast<size_t>(slots));
   for (size_t w = 0; w < n; ++w)
-    workers.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) out[i] = wait_and_read(jobs[i]);
+    workers.emplace_back([&, w] {
+      const std::vector<std::string> no_env;
+      const auto& env = slot_env.empty() ? no_env : slot_env[w];
+      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) out[i] = wait_and_read(jobs[i], env);
     });
   for (auto& t : workers) t.join();
   return out;

@@ -56,7 +56,10 @@ std::vector<std::string> child_argv(const RunJob& job);
 // failed run: the outcome says what happened.
 RunOutcome run_child(const RunJob& job);
 
-// Runs the jobs with at most `parallel` at once; the outcomes in job order.
-std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel);
+// Runs the jobs with at most `parallel` at once; the outcomes in job order. `slot_env[w]` (when
+// given, one per slot: parallel = its size) is added to the environment of every run slot w
+// starts: a slot is one run at a time, so what it names (its own GPUs) is never shared by two.
+std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel,
+                                     const std::vector<std::vector<std::string>>& slot_env = {});
 
 }  // namespace lockstep::runs

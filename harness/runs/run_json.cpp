@@ -35,6 +35,7 @@ json to_json(const StepRecord& r) {
   j["rank"] = r.rank;
   j["local_loss"] = num(r.local_loss);
   j["comm_bytes"] = r.comm_bytes;
+  j["comm_stream_ms"] = r.comm_stream_ms;
   return j;
 }
 
@@ -61,6 +62,7 @@ StepRecord step_from_json(const json& j) {
   r.rank = j.value("rank", int64_t{0});
   r.local_loss = num_or_nan(j.value("local_loss", json()));
   r.comm_bytes = j.value("comm_bytes", uint64_t{0});
+  r.comm_stream_ms = j.value("comm_stream_ms", 0.0);
   return r;
 }
 
@@ -101,7 +103,22 @@ json to_json(const RunSummary& s) {
     ops.push_back(
         {{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
   j["top_ops"] = ops;
+  json kernels = json::array();
+  for (const auto& o : s.top_kernels)
+    kernels.push_back(
+        {{"name", o.name}, {"calls", o.calls}, {"self_ms", o.self_ms}, {"total_ms", o.total_ms}});
+  j["top_kernels"] = kernels;
   j["profiled_steps"] = s.profiled_steps;
+  json mem = json::array();
+  auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& m : s.memory_per_rank)
+    mem.push_back({{"rank", m.rank},
+                   {"peak_allocated_bytes", m.peak_allocated_bytes},
+                   {"peak_reserved_bytes", opt(m.peak_reserved_bytes)},
+                   {"fragmentation_bytes", opt(m.fragmentation_bytes)},
+                   {"alloc_retries", m.alloc_retries},
+                   {"ooms", m.ooms}});
+  j["memory_per_rank"] = mem;
   j["plugins"] = plugins_json(s.plugins);
   j["mfu"] = s.mfu ? num(*s.mfu) : json("unknown");
   j["peak_flops"] = s.peak_flops ? json(*s.peak_flops) : json("unknown");
@@ -156,7 +173,24 @@ RunSummary summary_from_json(const json& j) {
     for (const auto& o : j["top_ops"])
       s.top_ops.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0),
                                  o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
+  if (j.contains("top_kernels"))
+    for (const auto& o : j["top_kernels"])
+      s.top_kernels.push_back(OpStat{o.value("name", ""), o.value("calls", 0.0),
+                                     o.value("self_ms", 0.0), o.value("total_ms", 0.0)});
   s.profiled_steps = j.value("profiled_steps", int64_t{0});
+  if (j.contains("memory_per_rank"))
+    for (const auto& m : j["memory_per_rank"]) {
+      RankMemory r;
+      r.rank = m.value("rank", int64_t{0});
+      r.peak_allocated_bytes = m.value("peak_allocated_bytes", int64_t{0});
+      if (m.contains("peak_reserved_bytes") && m["peak_reserved_bytes"].is_number())
+        r.peak_reserved_bytes = m["peak_reserved_bytes"].get<int64_t>();
+      if (m.contains("fragmentation_bytes") && m["fragmentation_bytes"].is_number())
+        r.fragmentation_bytes = m["fragmentation_bytes"].get<int64_t>();
+      r.alloc_retries = m.value("alloc_retries", int64_t{0});
+      r.ooms = m.value("ooms", int64_t{0});
+      s.memory_per_rank.push_back(r);
+    }
   if (j.contains("plugins") && j["plugins"].is_array())
     for (const auto& p : j["plugins"])
       s.plugins.push_back(PluginRef{p.value("file", ""), p.value("sha256", "")});

@@ -39,6 +39,8 @@ class FaultInjector {
   void on_batch(int64_t step, int64_t* tokens, int64_t n) const;
   // The micro-batch's reported and differentiated loss, right after the forward.
   void on_loss(int64_t step, torch::Tensor& loss, torch::Tensor& train_loss) const;
+  // Whether on_loss changes the loss at `step` (such a step's backward must run eagerly, from it).
+  bool changes_loss(int64_t step) const { return cfg_.nonfinite_at == step; }
   // The reduced, unscaled gradients, before their norm is taken and before clipping.
   void on_grads(int64_t step, variants::Sharding& grads) const;
   // After the optimizer: injected delays, part of the step. `step_started_ns` is when the step

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -100,6 +101,91 @@ void reset_peak_tensor_bytes(const torch::Device& device) {
 #endif
   (void)device;
   g_peak.store(g_live.load());
+}
+
+MemoryStats memory_stats(const torch::Device& device) {
+  MemoryStats m;
+#if defined(LOCKSTEP_WITH_CUDA)
+  if (device.is_cuda()) {
+    const auto s =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    m.peak_allocated_bytes = s.allocated_bytes[0].peak;
+    m.peak_reserved_bytes = s.reserved_bytes[0].peak;
+    m.fragmentation_bytes = s.reserved_bytes[0].peak - s.allocated_bytes[0].peak;
+    m.alloc_retries = s.num_alloc_retries;
+    m.ooms = s.num_ooms;
+    return m;
+  }
+#endif
+  m.peak_allocated_bytes = peak_tensor_bytes(device);
+  return m;
+}
+
+std::vector<RankMemory> gather_memory(dist::Comm& comm, const MemoryStats& mine, bool ranks_meet) {
+  RankMemory own{comm.rank(),
+                 mine.peak_allocated_bytes,
+                 mine.peak_reserved_bytes,
+                 mine.fragmentation_bytes,
+                 mine.alloc_retries,
+                 mine.ooms};
+  if (!ranks_meet || comm.world() == 1) return {own};
+  // (W, 5): each rank fills its own row; the sum over ranks is every row. -1 = unknown.
+  const int64_t W = comm.world();
+  std::vector<int64_t> rows(static_cast<size_t>(W * 5), 0);
+  int64_t* row = rows.data() + own.rank * 5;
+  row[0] = own.peak_allocated_bytes;
+  row[1] = own.peak_reserved_bytes.value_or(-1);
+  row[2] = own.fragmentation_bytes.value_or(-1);
+  row[3] = own.alloc_retries;
+  row[4] = own.ooms;
+  auto t = torch::tensor(rows, torch::kInt64).view({W, 5}).to(comm.device());
+  try {
+    comm.allreduce_sum(t, "all_reduce(memory figures)");
+  } catch (const std::exception&) {
+    return {own};  // a rank that failed late: keep what this one knows
+  }
+  t = t.cpu();
+  std::vector<RankMemory> out;
+  for (int64_t r = 0; r < W; ++r) {
+    const int64_t* v = t.data_ptr<int64_t>() + r * 5;
+    RankMemory m;
+    m.rank = r;
+    m.peak_allocated_bytes = v[0];
+    if (v[1] >= 0) m.peak_reserved_bytes = v[1];
+    if (v[2] >= 0) m.fragmentation_bytes = v[2];
+    m.alloc_retries = v[3];
+    m.ooms = v[4];
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::string allocator_summary(const torch::Device& device) {
+  auto mib = [](int64_t b) { return std::to_string(b / (1024 * 1024)) + " MiB"; };
+#if defined(LOCKSTEP_WITH_CUDA)
+  if (device.is_cuda()) {
+    const auto s =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    return "allocator on " + device.str() + ": allocated " + mib(s.allocated_bytes[0].current) +
+           " (peak " + mib(s.allocated_bytes[0].peak) + "), reserved " +
+           mib(s.reserved_bytes[0].current) + " (peak " + mib(s.reserved_bytes[0].peak) +
+           "), active " + mib(s.active_bytes[0].current) + ", inactive split " +
+           mib(s.inactive_split_bytes[0].current) + " (fragmentation), " +
+           std::to_string(s.segment[0].current) + " segments, " +
+           std::to_string(s.num_alloc_retries) + " allocation retries, " +
+           std::to_string(s.num_ooms) + " OOMs";
+  }
+#endif
+  return "allocator on " + device.str() + ": tensors " + mib(current_tensor_bytes(device)) +
+         " (peak " + mib(peak_tensor_bytes(device)) + "), process peak RSS " +
+         mib(peak_rss_bytes());
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e))
+    return true;
+  const std::string what = e.what();
+  return what.find("out of memory") != std::string::npos;
 }
 
 int64_t peak_rss_bytes() {

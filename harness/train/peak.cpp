@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "harness/util/files.h"
 
@@ -14,16 +17,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct GpuPeak {
-  const char* name;
-  double bf16, tf32, fp32;  // TFLOP/s, dense
+// Dense datasheet peaks (TFLOP/s; fp16 = bf16) per NVIDIA's datasheets. A row is found by the
+// name's words (the family, plus the variant words that set a SKU apart) and must match the SM
+// count the device reports: a MIG slice or an unlisted SKU of the same family has other peaks.
+struct GpuRow {
+  const char* label;
+  const char* family;        // a whole word of the device name
+  const char* required;      // a word the name must hold too (nullptr: none)
+  const char* forbidden[2];  // words of other SKUs of the family (nullptr: none)
+  int sms;
+  double bf16, tf32, fp32;
 };
-// H100 SXM and H200 share the same compute; A100 (SXM/PCIe) per NVIDIA's datasheets.
-constexpr GpuPeak kGpus[] = {
-    {"H200", 989, 495, 67},
-    {"H100", 989, 495, 67},
-    {"A100", 312, 156, 19.5},
+const GpuRow kGpus[] = {
+    {"A100", "A100", nullptr, {nullptr, nullptr}, 108, 312, 156, 19.5},  // SXM4 and PCIe alike
+    {"H100 SXM", "H100", nullptr, {"PCIE", "NVL"}, 132, 989, 495, 67},   // "NVIDIA H100 80GB HBM3"
+    {"H100 PCIe", "H100", "PCIE", {"NVL", nullptr}, 114, 756, 378, 51},  // "NVIDIA H100 PCIe"
+    {"H200", "H200", nullptr, {"PCIE", "NVL"}, 132, 989, 495, 67},       // SXM; H200 NVL is lower
+    {"B200", "B200", nullptr, {nullptr, nullptr}, 148, 2250, 1100, 75},  // HGX B200, 1000 W
 };
+
+std::vector<std::string> name_words(const std::string& name) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : name + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      w += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    } else if (!w.empty()) {
+      words.push_back(w);
+      w.clear();
+    }
+  }
+  return words;
+}
 
 std::string cpu_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -45,12 +70,32 @@ nlohmann::json read_cache() {
 
 }  // namespace
 
-std::optional<double> gpu_table_peak(const std::string& gpu_name, const std::string& dtype) {
-  for (const auto& g : kGpus) {
-    if (gpu_name.find(g.name) == std::string::npos) continue;
-    if (dtype == "bf16" || dtype == "fp16") return g.bf16 * 1e12;
-    if (dtype == "tf32") return g.tf32 * 1e12;
-    if (dtype == "fp32") return g.fp32 * 1e12;
+std::optional<std::string> gpu_table_row(const GpuInfo& gpu, std::string* why) {
+  const auto words = name_words(gpu.name);
+  auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  std::string reason = "\"" + gpu.name + "\" is not in the peak table";
+  for (const auto& row : kGpus) {
+    if (!has(row.family) || (row.required && !has(row.required))) continue;
+    bool other_sku = false;
+    for (const char* f : row.forbidden) other_sku = other_sku || (f && has(f));
+    if (other_sku) continue;
+    if (gpu.sm_count == row.sms) return std::string(row.label);
+    reason = "\"" + gpu.name + "\" reports " + std::to_string(gpu.sm_count) + " SMs; the table's " +
+             row.label + " has " + std::to_string(row.sms) +
+             " (a MIG slice or another SKU: its peak is not the datasheet's)";
+  }
+  if (why) *why = reason;
+  return std::nullopt;
+}
+
+std::optional<double> gpu_table_peak(const GpuInfo& gpu, const std::string& dtype) {
+  const auto label = gpu_table_row(gpu);
+  if (!label) return std::nullopt;
+  for (const auto& row : kGpus) {
+    if (*label != row.label) continue;
+    if (dtype == "bf16" || dtype == "fp16") return row.bf16 * 1e12;
+    if (dtype == "tf32") return row.tf32 * 1e12;
+    if (dtype == "fp32") return row.fp32 * 1e12;
   }
   return std::nullopt;
 }
@@ -90,21 +135,24 @@ void store_cpu_peak(int threads, const std::string& libtorch, const std::string&
 }
 
 PeakFlops resolve_peak(const std::string& device, variants::Compute compute, int threads,
-                       const std::string& libtorch) {
+                       const std::string& libtorch, const GpuInfo* gpu) {
   PeakFlops p;
   const auto& t = variants::traits(compute);
   if (device == "cuda") {
-    std::string name;
-    if (FILE* f = ::popen("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null", "r")) {
-      char buf[256];
-      if (std::fgets(buf, sizeof buf, f)) name = buf;
-      ::pclose(f);
+    if (!gpu) {
+      p.source = "unknown: no device properties for this rank's GPU";
+      return p;
     }
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    std::string why;
+    const auto row = gpu_table_row(*gpu, &why);
     const std::string column = variants::name_of(t.gpu_peak);
-    p.flops = gpu_table_peak(name, column);
-    p.source = p.flops ? "datasheet " + column + " peak of " + name
-                       : "unknown GPU \"" + name + "\" (not in the peak table)";
+    p.flops = gpu_table_peak(*gpu, column);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4g TFLOP/s", p.flops ? *p.flops / 1e12 : 0.0);
+    p.source = p.flops ? "datasheet dense " + column + " peak of the " + *row + " (" + buf +
+                             "): \"" + gpu->name + "\", " + std::to_string(gpu->sm_count) +
+                             " SMs, max SM clock " + std::to_string(gpu->max_sm_clock_mhz) + " MHz"
+                       : "unknown: " + why;
     return p;
   }
   if (!t.cpu_peak) {

@@ -3,20 +3,18 @@
 namespace lockstep::train {
 
 PhaseTimer::PhaseTimer(const torch::Device& device) : device_(device) {
-#if LOCKSTEP_TORCH2
+#if defined(LOCKSTEP_WITH_CUDA)
   device_events_ = device.is_cuda();
 #endif
 }
 
-// A phase boundary: a host timestamp, and a device event on the current stream (CUDA, 2.x).
+// A phase boundary: a host timestamp, and a CUDA event on the current stream.
 void PhaseTimer::boundary() {
   host_marks_.push_back(std::chrono::steady_clock::now());
-#if LOCKSTEP_TORCH2
   if (device_events_) {
-    events_.emplace_back(device_.type(), c10::EventFlag::BACKEND_DEFAULT);
-    events_.back().record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
+    events_.emplace_back();
+    events_.back().record();
   }
-#endif
 }
 
 void PhaseTimer::start() {
@@ -32,37 +30,38 @@ void PhaseTimer::mark(const std::string& phase) {
   boundary();
 }
 
+void PhaseTimer::move(const std::string& from, const std::string& to, dist::WaitTime wait) {
+  if (!wait.empty()) moves_.emplace_back(from, to, std::move(wait));
+}
+
 void PhaseTimer::move(const std::string& from, const std::string& to, double ms) {
-  if (ms > 0) moves_.emplace_back(from, to, ms);
+  dist::WaitTime w;
+  w.add_host_ms(ms);
+  move(from, to, std::move(w));
 }
 
 std::map<std::string, double> PhaseTimer::finish(double* step_ms) {
   std::map<std::string, double> out;
   double total = 0;
+  // The last boundary is the latest work on the stream: once it completes, every event has.
+  if (device_events_ && !events_.empty()) events_.back().synchronize();
   for (size_t i = 0; i < phases_.size(); ++i) {
-    double ms = 0;
-#if LOCKSTEP_TORCH2
-    if (device_events_) {
-      events_[i + 1].synchronize();
-      ms = events_[i].elapsedTime(events_[i + 1]);
-    } else
-#endif
-      ms = std::chrono::duration<double, std::milli>(host_marks_[i + 1] - host_marks_[i]).count();
+    const double ms =
+        device_events_
+            ? events_[i].ms_until(events_[i + 1])
+            : std::chrono::duration<double, std::milli>(host_marks_[i + 1] - host_marks_[i])
+                  .count();
     out[phases_[i]] += ms;
     total += ms;
   }
-  for (const auto& [from, to, ms] : moves_) {
-    double m = std::min(ms, out[from]);
+  for (const auto& [from, to, wait] : moves_) {
+    double m = std::min(wait.ms(), out[from]);
     out[from] -= m;
     out[to] += m;
   }
   *step_ms = total;
   return out;
 }
-
-}  // namespace lockstep::train
-
-namespace lockstep::train {
 
 std::vector<PhaseTimer::Span> PhaseTimer::host_spans() const {
   std::vector<Span> out;

@@ -1,26 +1,30 @@
-// Times the phases of a step. CPU: a steady clock at each phase boundary. CUDA with LibTorch 2.x:
-// device events recorded on the current stream at each boundary, read once the step's loss has
-// been copied to the host (that copy is the step's only host sync; timing adds none).
+// Times the phases of a step. CPU: a steady clock at each phase boundary. CUDA: a CUDA event
+// recorded on the current stream at each boundary, read once the step's loss has been copied to
+// the host (timing adds no host sync of its own).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include <c10/core/Event.h>
-#include <c10/core/impl/VirtualGuardImpl.h>
 #include "harness/compat/torch_compat.h"
+#include "harness/dist/comm.h"
 
 namespace lockstep::train {
 
 class PhaseTimer {
  public:
   explicit PhaseTimer(const torch::Device& device);
+  // Whether phases are device time (CUDA events) rather than host time.
+  bool device_time() const { return device_events_; }
   void start();
   // Closes the current phase: the time since the previous boundary is booked to `phase`.
   void mark(const std::string& phase);
-  // Time measured elsewhere (e.g. collectives inside the forward) moved from one phase to another.
+  // Time measured elsewhere (collectives waited for inside the forward, say) moved from one
+  // phase to another; read at finish().
+  void move(const std::string& from, const std::string& to, dist::WaitTime wait);
   void move(const std::string& from, const std::string& to, double ms);
   // Ends the step. Returns phase -> ms (disjoint, summing to the step) and sets step_ms.
   std::map<std::string, double> finish(double* step_ms);
@@ -37,8 +41,8 @@ class PhaseTimer {
   torch::Device device_;
   std::vector<std::string> phases_;
   std::vector<std::chrono::steady_clock::time_point> host_marks_;
-  std::vector<c10::Event> events_;
-  std::vector<std::tuple<std::string, std::string, double>> moves_;
+  std::vector<compat::DeviceEvent> events_;
+  std::vector<std::tuple<std::string, std::string, dist::WaitTime>> moves_;
 };
 
 }  // namespace lockstep::train

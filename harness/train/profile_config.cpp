@@ -21,6 +21,10 @@ const config::SectionSchema& profile_schema() {
               .kind(Knob::None),
           KeySpec::Bool("trace", true, "write trace.rank<r>.json (Chrome trace-event format)")
               .kind(Knob::None),
+          KeySpec::Bool("nvtx", false,
+                        "CUDA only: NVTX ranges (step, phases, layers, collectives) for Nsight "
+                        "Systems")
+              .kind(Knob::None),
       },
       // Warmup and profiled steps are never timed: a window that covers every step after the
       // warmup would leave a run with no timing at all (null tokens/s), so say so up front.
@@ -44,7 +48,7 @@ const config::SectionSchema& profile_schema() {
 
 ProfileConfig ProfileConfig::from(const config::Config& c) {
   return ProfileConfig{c.integer("profile.window"), c.integer("profile.start"),
-                       c.flag("profile.trace")};
+                       c.flag("profile.trace"), c.flag("profile.nvtx")};
 }
 
 }  // namespace lockstep::train

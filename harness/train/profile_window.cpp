@@ -6,14 +6,16 @@ namespace lockstep::train {
 
 ProfileWindow::ProfileWindow(const ProfileConfig& cfg, int64_t warmup_steps, int64_t steps,
                              workloads::GPT model, TraceLog* trace,
-                             std::chrono::steady_clock::time_point epoch)
+                             std::chrono::steady_clock::time_point epoch,
+                             const torch::Device& device)
     : cfg_(cfg),
       warmup_steps_(warmup_steps),
       first_(cfg.first_step(warmup_steps)),
       model_(std::move(model)),
       trace_(trace),
       epoch_(epoch),
-      layers_(static_cast<int>(model_->config().n_layers)) {
+      layers_(static_cast<int>(model_->config().n_layers), device) {
+  ops_.set_device(device);
   const auto window = static_cast<size_t>(std::min(cfg_.window, steps));
   layers_.expect_steps(window);
   ops_.expect_steps(window);

@@ -3,8 +3,9 @@
 //   idle --(step before the window, if an untimed warmup step)--> warm-up
 //   idle | warm-up --(the window's first step)--> profiling --(window steps closed)--> done
 //
-// While warming up or profiling, operators are recorded through RecordFunction (OpProfiler) and
-// the model's units are timed through its hooks (LayerTimer). A warm-up step's numbers are
+// While warming up or profiling, operators are recorded through RecordFunction (OpProfiler; on
+// CUDA, Kineto's device times) and the model's units are timed through its hooks (LayerTimer;
+// CUDA events on CUDA). A warm-up step's numbers are
 // dropped when the window starts: it exists so that the profiler's own first allocations (one per
 // operator name) land before the window; inside it they split heap chunks the activations reuse,
 // and the first profiled step faulted in fresh memory (GELU backward measured at 20 ms instead
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "harness/train/profile_config.h"
@@ -26,9 +28,11 @@ namespace lockstep::train {
 class ProfileWindow {
  public:
   // `trace` (may be null) receives the operator spans, timed against `epoch`; `steps` is the
-  // run's length (the window never holds more).
+  // run's length (the window never holds more). `device`: on CUDA the operators are timed by
+  // Kineto (where this LibTorch has it) and the units by CUDA events (profiler.h).
   ProfileWindow(const ProfileConfig& cfg, int64_t warmup_steps, int64_t steps, workloads::GPT model,
-                TraceLog* trace, std::chrono::steady_clock::time_point epoch);
+                TraceLog* trace, std::chrono::steady_clock::time_point epoch,
+                const torch::Device& device);
   ProfileWindow(const ProfileWindow&) = delete;  // the model holds a pointer to the layer timer
   ProfileWindow& operator=(const ProfileWindow&) = delete;
 
@@ -36,6 +40,9 @@ class ProfileWindow {
   void before_step(int64_t step);
   // Whether this step is profiled (a profiled step is never timed).
   bool profiling() const { return state_ == State::Profiling; }
+  // Whether this step runs the profiler's callbacks and the unit hooks (profiled or warm-up): such
+  // a step cannot be replayed as a CUDA graph.
+  bool hooks_on() const { return state_ == State::WarmingUp || state_ == State::Profiling; }
   // Around the forward (up to the loss) and the backward: the layer timer's marks, in the steps
   // whose unit hooks run (profiled or warm-up).
   void forward_begin() {
@@ -56,12 +63,15 @@ class ProfileWindow {
   void finish();
 
   std::vector<OpStat> top_ops(size_t n) const { return ops_.top(n); }
+  // CUDA kernels by device time (empty on host clocks).
+  std::vector<OpStat> top_kernels(size_t n) const { return ops_.top_kernels(n); }
+  // Which clock the operator times are on (summary.json environment.profile_clock).
+  std::string clock() const { return ops_.clock(); }
   std::vector<UnitCost> layer_costs() const { return layers_.costs(); }
   int64_t profiled_steps() const { return profiled_; }
 
  private:
   enum class State { Idle, WarmingUp, Profiling, Done };
-  bool hooks_on() const { return state_ == State::WarmingUp || state_ == State::Profiling; }
   void start();
   void stop();
   void discard_warmup();

@@ -42,10 +42,23 @@ struct StepRecord {
   int64_t rank = 0;
   double local_loss = 0;    // this rank's share of the batch (diagnoses cross-rank disagreement)
   uint64_t comm_bytes = 0;  // bytes this rank sent through collectives
+  // The collectives' own time on the communication stream (NCCL; Gloo: the host waits, = the
+  // comm phase's waits). comm_ms (phase_ms["comm"]) is the time the step waited for them.
+  double comm_stream_ms = 0;
 };
 
 struct Percentiles {
   double p50 = 0, p95 = 0, p99 = 0, mean = 0;
+};
+
+// One rank's allocator figures over the run (CUDA: the caching allocator's statistics).
+struct RankMemory {
+  int64_t rank = 0;
+  int64_t peak_allocated_bytes = 0;
+  std::optional<int64_t> peak_reserved_bytes;  // unset on a CPU (nothing cached)
+  std::optional<int64_t> fragmentation_bytes;  // peak reserved - peak allocated
+  int64_t alloc_retries = 0;
+  int64_t ooms = 0;
 };
 
 struct MemoryAccounting {
@@ -99,8 +112,11 @@ struct RunSummary {
   MemoryAccounting memory;
   double comm_bytes_per_step = 0;
   int64_t overflow_skips = 0;
-  std::vector<OpStat> top_ops;  // by self time, from the profiled window
+  std::vector<OpStat> top_ops;      // by self time, from the profiled window
+  std::vector<OpStat> top_kernels;  // CUDA kernels by device time (Kineto); empty on host clocks
   int64_t profiled_steps = 0;
+  // Allocator figures of each rank (rank 0's alone when the ranks could not meet at the end).
+  std::vector<RankMemory> memory_per_rank;
   std::vector<PluginRef> plugins;  // the plugin files the run loaded
   // environment
   std::map<std::string, std::string>

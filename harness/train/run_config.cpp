@@ -57,6 +57,10 @@ const config::SectionSchema& run_schema() {
                          "watchdog: abort when a step exceeds this x the running median (0 = off)")
               .range(0, 1e9)
               .kind(Knob::None),
+          KeySpec::Bool("cuda_graphs", false,
+                        "CUDA only: capture forward and backward as CUDA graphs once shapes are "
+                        "static, then replay them (1 rank, zero_stage 0)")
+              .kind(Knob::Exact),
       },
       finalize,
   };
@@ -75,6 +79,7 @@ RunConfig RunConfig::from(const config::Config& c) {
   r.log_every = c.integer("run.log_every");
   r.step_timeout_s = c.number("run.step_timeout_s");
   r.step_timeout_factor = c.number("run.step_timeout_factor");
+  r.cuda_graphs = c.flag("run.cuda_graphs");
   return r;
 }
 

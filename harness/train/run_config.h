@@ -20,6 +20,7 @@ struct RunConfig {
   int64_t log_every = 0;           // progress line period when not on a TTY
   double step_timeout_s = 0;       // watchdog: a step longer than this aborts the run (0 = off)
   double step_timeout_factor = 0;  // watchdog: ... or longer than this x the running median
+  bool cuda_graphs = false;        // replay each micro-step's forward and backward as CUDA graphs
 
   static RunConfig from(const config::Config& cfg);
 };

@@ -4,21 +4,26 @@
 
 #include <chrono>
 #include <cmath>
+#include <iostream>
 
 #include "harness/dist/comm.h"
 #include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/checkpoint_config.h"
+#include "harness/train/device.h"
 #include "harness/train/faults.h"
 #include "harness/train/memory.h"
+#include "harness/train/nvtx_layers.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/profile_config.h"
 #include "harness/train/profile_window.h"
 #include "harness/train/run_config.h"
 #include "harness/train/stability.h"
+#include "harness/train/step_graph.h"
 #include "harness/train/trace.h"
 #include "harness/registry/registry.h"
+#include "variants/attention.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
 #include "workloads/data.h"
@@ -71,16 +76,35 @@ struct Trainer::Impl {
   std::shared_ptr<TraceLog> trace;
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
   std::unique_ptr<ProfileWindow> window;
+  std::unique_ptr<NvtxLayers> nvtx_layers;  // [profile] nvtx
+  std::unique_ptr<compat::NvtxRange> step_range, phase_range;
+  std::unique_ptr<StepGraph> graph;  // [run] cuda_graphs
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
   // The pieces of one step, in the order run_steps calls them. Each names the phase it is in for
   // the watchdog (Progress::phase); run_steps books the time at the phase boundaries.
 
+  // Where the step is (the watchdog reads it); with [profile] nvtx, an NVTX range per phase.
+  void phase(const char* p) {
+    progress.phase = p;
+    if (!prof.nvtx) return;
+    phase_range.reset();
+    phase_range = std::make_unique<compat::NvtxRange>(true, p);
+  }
+  // Ends the step's and the phase's NVTX ranges (at the step's end, and when a run stops early).
+  void end_ranges() {
+    phase_range.reset();
+    step_range.reset();
+  }
+
   // A new step's record: who, how many tokens, its learning rate, whether it is timed.
   StepRecord begin_step(int64_t step) {
     progress.step = step;
     progress.step_started_ns = now_ns();
+    if (prof.nvtx)
+      step_range =
+          std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
     StepRecord rec;
     rec.step = step;
     rec.rank = who.rank;
@@ -97,12 +121,23 @@ struct Trainer::Impl {
     return rec;
   }
 
+  // [run] cuda_graphs replays the step's forward and backward from step 2 (shapes static, kernels
+  // and allocator warm), except where hooks, host clocks or an injected fault must run (profiled
+  // and warm-up steps, faults.nonfinite_at).
+  bool graphed(int64_t step) const {
+    return graph && step >= 2 && !window->hooks_on() && !faults.changes_loss(step);
+  }
+
   // Data: this rank's rows of the global micro-batch, a pure function of (seed, step, micro,
   // rank). The first micro-batch's statistics go into the record (the spike diagnosis reads them).
   Batch data(int64_t step, int64_t micro, StepRecord& rec) {
-    progress.phase = "data";
+    phase("data");
     const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
-    auto buf = torch::empty({B, L}, torch::kInt64);  // (B, T+1)
+    // On CUDA the batch is built in pinned memory and copied without a host sync (a copy from
+    // pageable memory would first wait for the stream); the allocator keeps the buffer until then.
+    auto buf = torch::empty(
+        {B, L},
+        torch::TensorOptions().dtype(torch::kInt64).pinned_memory(device.is_cuda()));  // (B, T+1)
     int64_t* p = buf.data_ptr<int64_t>();
     for (int64_t row = 0; row < B; ++row)
       source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
@@ -113,26 +148,46 @@ struct Trainer::Impl {
       rec.batch_repeat_share = st.repeat_share;
       rec.batch_hash = st.hash;
     }
-    auto batch = buf.to(device);  // (B, T+1)
+    auto batch = buf.to(device, /*non_blocking=*/device.is_cuda());  // (B, T+1)
     return Batch{batch.narrow(1, 0, model_cfg.seq_len), batch.narrow(1, 1, model_cfg.seq_len)};
   }
 
-  // Forward, up to the loss, under the precision variant's scope.
-  Losses forward(int64_t step, const Batch& b) {
-    progress.phase = "forward";
+  // Forward, up to the loss, under the precision variant's scope. A graphed step replays the
+  // captured forward (captured here first, in an untimed step); its loss is a static tensor that
+  // the next replay overwrites, so it is read before then.
+  Losses forward(int64_t step, const Batch& b, bool graphed, StepRecord& rec) {
+    phase("forward");
+    if (graphed && !graph->captured()) {
+      try {
+        graph->capture(b.x, b.y, [this](const torch::Tensor& x, const torch::Tensor& y) {
+          const Losses l = model_loss(x, y);
+          return std::make_pair(l.reported, l.train);
+        });
+      } catch (const std::exception& e) {
+        throw std::runtime_error("run.cuda_graphs: capturing step " + std::to_string(step) +
+                                 " failed: " + e.what());
+      }
+      rec.timed = false;  // the capture step is never timed
+    }
     Losses l;
     window->forward_begin();
-    {
-      auto scope = precision->forward_scope();
-      // (B*T, V), in the autocast dtype: the [optim]-selected loss kernel casts what it needs (the
-      // built-in casts to fp32); with a z-loss one fp32 cast serves both terms.
-      auto logits = model->forward(b.x).view({-1, model_cfg.vocab_size});
-      if (stability.z_loss > 0) logits = logits.to(torch::kFloat32);
-      l = loss(logits, b.y);
-    }
+    if (graphed)
+      l.reported = l.train = graph->forward(b.x, b.y);
+    else
+      l = model_loss(b.x, b.y);
     window->forward_end();
     faults.on_loss(step, l.reported, l.train);
     return l;
+  }
+
+  // The model's forward and the loss, x, y: (B, T).
+  Losses model_loss(const torch::Tensor& x, const torch::Tensor& y) {
+    auto scope = precision->forward_scope();
+    // (B*T, V), in the autocast dtype: the [optim]-selected loss kernel casts what it needs (the
+    // built-in casts to fp32); with a z-loss one fp32 cast serves both terms.
+    auto logits = model->forward(x).view({-1, model_cfg.vocab_size});
+    if (stability.z_loss > 0) logits = logits.to(torch::kFloat32);
+    return loss(logits, y);
   }
 
   // The loss: cross-entropy over (B*T, V) logits and (B, T) targets; with [stability] z_loss,
@@ -146,25 +201,30 @@ struct Trainer::Impl {
     return l;
   }
 
-  // Backward of the micro-batch's share of the step's loss (times the fp16 loss scale).
-  void backward(const torch::Tensor& train_loss) {
-    progress.phase = "backward";
+  // Backward of the micro-batch's share of the step's loss (times the fp16 loss scale); a graphed
+  // step replays the captured backward with that factor.
+  void backward(const torch::Tensor& train_loss, bool graphed) {
+    phase("backward");
     window->backward_begin();
-    (train_loss * (precision->loss_scale() / static_cast<double>(data_cfg.grad_accum))).backward();
+    const double scale = precision->loss_scale() / static_cast<double>(data_cfg.grad_accum);
+    if (graphed)
+      graph->backward(scale);
+    else
+      (train_loss * scale).backward();
     window->backward_end();
   }
 
   // Gradient reduction across ranks (the sharding variant), once the step's last micro-batch has
   // added its gradients.
   void reduce(bool last_micro) {
-    progress.phase = "comm";
+    phase("comm");
     sharding->end_backward(last_micro);
   }
 
   // The step's mean loss over this rank's micro-batches, and over the global batch (every rank
   // holds an equal share of it). Device tensors: read after the step's work is queued.
   std::pair<torch::Tensor, torch::Tensor> mean_loss(const torch::Tensor& loss_sum) {
-    progress.phase = "optimizer";
+    phase("optimizer");
     auto local_loss = loss_sum / static_cast<double>(data_cfg.grad_accum);
     auto global_loss = local_loss.clone();
     comm->allreduce_sum(global_loss, "all_reduce(loss)");
@@ -209,15 +269,17 @@ struct Trainer::Impl {
 
   // Injected delays ([faults]): part of the step, booked as "other".
   void delay(int64_t step) {
-    progress.phase = "other";
+    phase("other");
     faults.delay(step, progress.step_started_ns);
   }
 
-  // Closes the step: phase times and bytes sent into the record, its spans into the trace, and a
-  // profiled step into the window. What follows (observers, checkpoint) is not part of the step.
+  // Closes the step: phase times, bytes sent and the collectives' stream time into the record,
+  // its spans into the trace, and a profiled step into the window. What follows (observers,
+  // checkpoint) is not part of the step.
   void record(int64_t step, PhaseTimer& timer, StepRecord& rec) {
     rec.phase_ms = timer.finish(&rec.step_ms);
     rec.comm_bytes = comm->take_bytes();
+    rec.comm_stream_ms = comm->take_stream_ms();
     if (trace) {
       auto us = [&](std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double, std::micro>(t - epoch).count();
@@ -230,6 +292,7 @@ struct Trainer::Impl {
         trace->add(TraceEvent{sp.phase, "phase", 'X', us(sp.start), us(sp.end) - us(sp.start), 0});
     }
     window->after_step();
+    end_ranges();
     progress.phase = "checkpoint";
   }
 
@@ -271,17 +334,23 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
                                         " (launch with --nproc " +
                                         std::to_string(s.par.world_size) + ")");
 
-  if (s.run.device == "cuda") {
-    // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
-    if (s.run.deterministic) ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-    if (!torch::cuda::is_available())
-      cfg.fail("run.device", "cuda requested but this LibTorch (" +
-                                 std::string(compat::torch_version()) + ") sees no CUDA device");
-    const int index =
-        static_cast<int>(who.local_rank % std::max<int64_t>(1, torch::cuda::device_count()));
-    s.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-    compat::cuda_set_device(index);
+  // cuBLAS is deterministic only with a fixed workspace; it must be set before CUDA starts.
+  if (s.run.device == "cuda" && s.run.deterministic)
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  try {
+    s.device = select_device(s.run.device, who);  // one GPU per local rank, never shared
+  } catch (const std::invalid_argument& e) {
+    cfg.fail(torch::cuda::is_available() ? "parallel.world_size" : "run.device", e.what());
   }
+  // The CUDA-only knobs: a CPU run refuses them up front (exit 2), never silently ignores them.
+  if (!s.device.is_cuda()) {
+    if (s.run.cuda_graphs) cfg.fail("run.cuda_graphs", "CUDA graphs need run.device = \"cuda\"");
+    if (s.prof.nvtx) cfg.fail("profile.nvtx", "NVTX ranges need run.device = \"cuda\"");
+  }
+  if (s.run.cuda_graphs && (s.par.world_size > 1 || s.par.zero_stage > 0))
+    cfg.fail("run.cuda_graphs",
+             "CUDA graphs need 1 rank and zero_stage = 0 (collectives and freed gradient "
+             "buffers are not captured)");
 
   // Determinism: fixed threads, deterministic kernels, fixed seed.
   at::set_num_threads(static_cast<int>(s.run.threads));
@@ -311,6 +380,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
                                                                  s.kernels.layer_norm});
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
+  s.comm->set_nvtx(s.prof.nvtx);
   s.progress.in_flight = [comm = s.comm.get()] { return comm->in_flight(); };
   // The optimizer (AdamW with the [optim] hyperparameters) runs inside the sharding layer, on the
   // slices this rank owns.
@@ -322,7 +392,12 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
         fn(p, g, m, v, decay, plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
       });
   s.window = std::make_unique<ProfileWindow>(s.prof, s.run.warmup_steps, s.run.steps, s.model,
-                                             s.trace.get(), s.epoch);
+                                             s.trace.get(), s.epoch, s.device);
+  if (s.prof.nvtx) {
+    s.nvtx_layers = std::make_unique<NvtxLayers>(static_cast<int>(s.model_cfg.n_layers));
+    s.model->add_hooks(s.nvtx_layers.get());
+  }
+  if (s.run.cuda_graphs) s.graph = std::make_unique<StepGraph>();
 
   if (!s.opts.resume_from.empty()) {
     auto st = load_checkpoint(s.opts.resume_from, *s.sharding, who.rank);
@@ -346,6 +421,9 @@ int Trainer::rank() const {
 int Trainer::world() const {
   return impl_->who.world_size;
 }
+std::optional<GpuInfo> Trainer::gpu() const {
+  return gpu_info(impl_->device);
+}
 
 TrainOutcome Trainer::run(StepObserver& observer) {
   auto& s = *impl_;
@@ -355,6 +433,10 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   out.env["precision"] = s.precision->describe();
   out.env["data"] = s.source->describe();
   out.env["comm_backend"] = s.comm->backend_name();
+  for (const auto& [k, v] : gpu_environment(s.device)) out.env[k] = v;
+  out.env["profile_clock"] = s.window->clock();
+  if (s.run.cuda_graphs)
+    out.env["cuda_graphs"] = "forward and backward replayed as CUDA graphs from step 2";
   if (s.who.world_size > 1 && !s.comm->native_reduce_scatter())
     out.env["reduce_scatter"] =
         "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
@@ -366,6 +448,15 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   reset_peak_tensor_bytes(s.device);
   reset_peak_rss();
 
+  // An allocation failure (also inside a registry kernel) names the step; the allocator's state
+  // goes to the log.
+  auto out_of_memory = [&](const std::exception& e, const std::string& what) {
+    if (!is_out_of_memory(e)) return false;
+    out.failure = "out of memory at step " + std::to_string(out.failed_step) + ": " + what;
+    std::cerr << "rank " << s.who.rank << ": " << out.failure << "\n"
+              << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
+    return true;
+  };
   try {
     run_steps(s, out, observer, timer, last_step);
   } catch (const dist::CommError& e) {
@@ -375,15 +466,21 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   } catch (const registry::KernelError& e) {  // a kernel threw or returned a wrong shape
     out.status = "failed";
     out.failed_step = s.progress.step.load();
-    out.failure = std::string(e.what()) + " at step " + std::to_string(out.failed_step);
+    if (!out_of_memory(e, e.what()))
+      out.failure = std::string(e.what()) + " at step " + std::to_string(out.failed_step);
   } catch (const std::exception& e) {
     out.status = "failed";
-    out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
     out.failed_step = s.progress.step.load();
+    out.failure = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    out_of_memory(e, out.failure);
   }
+  s.end_ranges();
   s.progress.phase = "done";
   s.window->finish();
   out.top_ops = s.window->top_ops(25);
+  out.top_kernels = s.window->top_kernels(25);
+  if (const std::string b = variants::sdpa_backend_used(); !b.empty()) out.env["sdpa_backend"] = b;
+  out.memory_per_rank = gather_memory(*s.comm, memory_stats(s.device), out.status == "ok");
   out.layer_costs = s.window->layer_costs();
   out.profiled_steps = s.window->profiled_steps();
   out.trace = s.trace;
@@ -403,10 +500,11 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
   const int64_t A = s.data_cfg.grad_accum;
   auto close_phase = [&](const char* phase) {
     timer.mark(phase);
-    timer.move(phase, "comm", s.comm->take_ms());
+    timer.move(phase, "comm", s.comm->take_wait());
   };
   for (int64_t step = s.first_step; step <= last_step; ++step) {
     StepRecord rec = s.begin_step(step);
+    const bool graphed = s.graphed(step);
     timer.start();
     s.sharding->begin_step();
     torch::Tensor loss_sum =
@@ -414,13 +512,13 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     for (int64_t micro = 0; micro < A; ++micro) {
       Batch batch = s.data(step, micro, rec);  // x, y: (B, T)
       timer.mark("data");
-      Losses loss = s.forward(step, batch);
+      Losses loss = s.forward(step, batch, graphed, rec);
       close_phase("forward");
-      s.backward(loss.train);
+      s.backward(loss.train, graphed);
       close_phase("backward");
       s.reduce(micro == A - 1);
       timer.mark("comm");
-      s.comm->take_ms();  // already booked as the comm phase
+      s.comm->take_wait();  // already booked as the comm phase
       loss_sum += loss.reported.detach().to(torch::kFloat64);
     }
 

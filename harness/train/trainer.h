@@ -12,6 +12,7 @@
 
 #include "harness/config/config.h"
 #include "harness/dist/rendezvous.h"
+#include "harness/train/peak.h"
 #include "harness/train/records.h"
 
 namespace lockstep::train {
@@ -46,7 +47,9 @@ struct TrainOutcome {
   std::map<std::string, std::string> env;
   // profiling window (harness/train/profiler.h)
   std::vector<OpStat> top_ops;
+  std::vector<OpStat> top_kernels;  // CUDA kernels by device time (empty on host clocks)
   std::vector<UnitCost> layer_costs;
+  std::vector<RankMemory> memory_per_rank;
   int64_t profiled_steps = 0;
   std::shared_ptr<class TraceLog> trace;  // null when [profile] trace = false
 };
@@ -73,6 +76,8 @@ class Trainer {
   int64_t first_step() const;  // 1, or the step after the resumed checkpoint
   int rank() const;
   int world() const;
+  // The properties of this rank's GPU (unset on a CPU), for the peak table.
+  std::optional<GpuInfo> gpu() const;
 
  private:
   struct Impl;

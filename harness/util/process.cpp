@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -102,6 +103,44 @@ ExitStatus wait_for(const Child& c, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+std::vector<std::string> visible_gpus(const char* cuda_visible_devices,
+                                      const fs::path& driver_gpus_dir) {
+  std::vector<std::string> gpus;
+  if (cuda_visible_devices) {  // set (even empty: no GPU) -> its entries, as CUDA reads them
+    std::string item;
+    for (const char* c = cuda_visible_devices;; ++c) {
+      if (*c == ',' || *c == '\0') {
+        if (!item.empty()) gpus.push_back(item);
+        item.clear();
+        if (*c == '\0') break;
+      } else if (*c != ' ') {
+        item += *c;
+      }
+    }
+    return gpus;
+  }
+  std::error_code ec;
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(driver_gpus_dir, ec)) (void)e, ++n;
+  for (size_t i = 0; i < n; ++i) gpus.push_back(std::to_string(i));
+  return gpus;
+}
+
+std::vector<std::string> visible_gpus() {
+  return visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), "/proc/driver/nvidia/gpus");
+}
+
+std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus, int per_run) {
+  std::vector<std::vector<std::string>> slots;
+  const size_t k = static_cast<size_t>(std::max(1, per_run));
+  for (size_t first = 0; first + k <= gpus.size(); first += k) {
+    std::string list;
+    for (size_t i = first; i < first + k; ++i) list += (list.empty() ? "" : ",") + gpus[i];
+    slots.push_back({"CUDA_VISIBLE_DEVICES=" + list});
+  }
+  return slots;
 }
 
 }  // namespace lockstep::util

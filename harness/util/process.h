@@ -40,4 +40,14 @@ struct ExitStatus {
 // Waits for the child; after timeout_s (> 0) it is killed (with its process group).
 ExitStatus wait_for(const Child& c, double timeout_s = 0);
 
+// The NVIDIA GPUs this process may use, found without CUDA: the entries of CUDA_VISIBLE_DEVICES
+// when it is set, else one per device the kernel driver lists (/proc/driver/nvidia/gpus/*), as
+// indices "0", "1", ... Empty on a machine without NVIDIA GPUs.
+std::vector<std::string> visible_gpus();
+std::vector<std::string> visible_gpus(const char* cuda_visible_devices,
+                                      const std::filesystem::path& driver_gpus_dir);
+// CUDA_VISIBLE_DEVICES for `slots` concurrent runs of `per_run` GPUs each, from `gpus`: slot w
+// gets gpus[w*per_run, (w+1)*per_run). As many slots as the GPUs allow (at least none).
+std::vector<std::vector<std::string>> gpu_slots(const std::vector<std::string>& gpus, int per_run);
+
 }  // namespace lockstep::util
