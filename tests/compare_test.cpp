@@ -114,8 +114,11 @@ TEST(Knobs, AttentionChangesUnderAutocastAreApproximate) {
   // Either side under autocast is enough (the precision change is a knob of its own then).
   auto a = config::Config::parse("[precision]\ncompute = \"bf16\"\n", "a.toml");
   auto b = config::Config::parse("[attention]\nimpl = \"fused\"\n", "b.toml");
-  for (const auto& c : config::diff(a, b))
-    if (c.key == "attention.impl") EXPECT_EQ(c.knob, Knob::Approximate);
+  for (const auto& c : config::diff(a, b)) {
+    if (c.key == "attention.impl") {
+      EXPECT_EQ(c.knob, Knob::Approximate);
+    }
+  }
 }
 
 TEST(Alignment, ExactToleranceDivergenceAndCheckStep) {
