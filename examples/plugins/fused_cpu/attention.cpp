@@ -16,44 +16,17 @@
 #include <vector>
 
 #include "kernels.h"
+#include "simd.h"
 
 namespace fused_cpu {
 namespace {
 
 constexpr int64_t kMaxBlocks = 64;  // key blocks of 16: T <= 1024
 
-#define FUSED_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-
-FUSED_BF16 inline __m512 vexp(__m512 x) {  // as in kernels.cpp: Cody-Waite + degree-7 Taylor
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.7228f));
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
-FUSED_BF16 inline __m512 load_bf16(const uint16_t* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-FUSED_BF16 inline void store_bf16(uint16_t* p, __m512 x) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
-}
-FUSED_BF16 inline __m512bh bcast_pair(const uint32_t* p) {
+FUSED_AVX512 inline __m512bh bcast_pair(const uint32_t* p) {
   return reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(*p)));
 }
-FUSED_BF16 inline __m512bh load_pairs(const void* p) {
+FUSED_AVX512 inline __m512bh load_pairs(const void* p) {
   return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
 }
 
@@ -63,7 +36,7 @@ FUSED_BF16 inline __m512bh load_pairs(const void* p) {
 //   transposed pairs  XT[p][i] = word (i, p)                  (n rows -> the vector lanes)
 //   interleaved rows  Xi[q][c] = (X[2q][c], X[2q+1][c])       (pairs along the columns)
 
-FUSED_BF16 void pack_transposed_pairs(const uint16_t* x, int64_t n, int64_t d, uint32_t* xt) {
+FUSED_AVX512 void pack_transposed_pairs(const uint16_t* x, int64_t n, int64_t d, uint32_t* xt) {
   const uint32_t* w = reinterpret_cast<const uint32_t*>(x);
   const int64_t dw = d / 2;
   const __m512i rows = _mm512_mullo_epi32(
@@ -75,7 +48,7 @@ FUSED_BF16 void pack_transposed_pairs(const uint16_t* x, int64_t n, int64_t d, u
                           _mm512_i32gather_epi32(rows, w + i0 * dw + p, 4));
 }
 
-FUSED_BF16 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, uint16_t* xi,
+FUSED_AVX512 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, uint16_t* xi,
                                       int64_t ldx = 0) {
   if (ldx == 0) ldx = d;  // row stride of x
   // lanes 2k, 2k+1 <- row 0 [k], row 1 [k] for k in [0, 16) (lo) and [16, 32) (hi)
@@ -100,7 +73,7 @@ FUSED_BF16 void pack_interleaved_rows(const uint16_t* x, int64_t n, int64_t d, u
 // Rows x keys, contracted over d: out[r][c] = sum_p a(r, p) . bt[p][c0 + c] for 4 rows and NB
 // blocks of 16 columns (a(r, p) = a[r * lda + p], words; bt: transposed pairs, row length ldb).
 template <int NB>
-FUSED_BF16 void rows_by_cols(const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb,
+FUSED_AVX512 void rows_by_cols(const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t ldb,
                              int64_t np, float* out, int64_t ldo) {
   __m512 acc[4][NB];
   for (int r = 0; r < 4; ++r)
@@ -120,7 +93,7 @@ FUSED_BF16 void rows_by_cols(const uint32_t* a, int64_t lda, const uint32_t* bt,
 // Rows x features, contracted over pairs q in [q0, q1): out[r][f] = sum_q a(r, q) . bi[q][f] for 4
 // rows and all d = 16 * ND features (a(r, q) = a[r * rs + q * qs], words; bi: interleaved rows).
 template <int ND>
-FUSED_BF16 void rows_by_features(const uint32_t* a, int64_t rs, int64_t qs, const uint16_t* bi,
+FUSED_AVX512 void rows_by_features(const uint32_t* a, int64_t rs, int64_t qs, const uint16_t* bi,
                                  int64_t q0, int64_t q1, float* out) {
   __m512 acc[4][ND];
   for (int r = 0; r < 4; ++r)
@@ -138,7 +111,7 @@ FUSED_BF16 void rows_by_features(const uint32_t* a, int64_t rs, int64_t qs, cons
 }
 
 // The key blocks [0, nb) of 4 rows, in chunks of up to 4 blocks (16 accumulators).
-FUSED_BF16 void scores(const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t T, int64_t np,
+FUSED_AVX512 void scores(const uint32_t* a, int64_t lda, const uint32_t* bt, int64_t T, int64_t np,
                        int64_t nb, float* out) {
   for (int64_t b0 = 0; b0 < nb; b0 += 4) {
     const int64_t n = std::min<int64_t>(4, nb - b0);
@@ -151,7 +124,7 @@ FUSED_BF16 void scores(const uint32_t* a, int64_t lda, const uint32_t* bt, int64
   }
 }
 
-FUSED_BF16 void features(const uint32_t* a, int64_t rs, int64_t qs, const uint16_t* bi, int64_t d,
+FUSED_AVX512 void features(const uint32_t* a, int64_t rs, int64_t qs, const uint16_t* bi, int64_t d,
                          int64_t q0, int64_t q1, float* out) {
   switch (d / 16) {
     case 2: return rows_by_features<2>(a, rs, qs, bi, q0, q1, out);
@@ -285,7 +258,7 @@ FUSED_AMX void features16(bool amx, const uint16_t* a, int64_t T, const uint16_t
 }
 
 // 16 x 16 fp32 in registers, transposed (unpack, 64-bit shuffles, 128-bit lane shuffles).
-FUSED_BF16 void transpose16(__m512 r[16]) {
+FUSED_AVX512 void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -310,16 +283,16 @@ FUSED_BF16 void transpose16(__m512 r[16]) {
 }
 
 // The 16 x 16 bf16 block at src (row stride ls) into dst (row stride ld), transposed (exact).
-FUSED_BF16 void transpose_block(const uint16_t* src, int64_t ls, uint16_t* dst, int64_t ld) {
+FUSED_AVX512 void transpose_block(const uint16_t* src, int64_t ls, uint16_t* dst, int64_t ld) {
   __m512 r[16];
-  for (int i = 0; i < 16; ++i) r[i] = load_bf16(src + i * ls);
+  for (int i = 0; i < 16; ++i) r[i] = vload(src + i * ls);
   transpose16(r);
-  for (int i = 0; i < 16; ++i) store_bf16(dst + i * ld, r[i]);
+  for (int i = 0; i < 16; ++i) vstore(dst + i * ld, r[i]);
 }
 
 // Rows [j0, j0 + 16) of the transpose of a lower-triangular T x T bf16 matrix x (row-major):
 // xt[j][i] = x[i][j], zero for i < j's block.
-FUSED_BF16 void transpose_lower(const uint16_t* x, int64_t T, int64_t j0, uint16_t* xt) {
+FUSED_AVX512 void transpose_lower(const uint16_t* x, int64_t T, int64_t j0, uint16_t* xt) {
   for (int64_t r = 0; r < 16; ++r) std::memset(xt + (j0 + r) * T, 0, static_cast<size_t>(j0) * 2);
   for (int64_t i0 = j0; i0 < T; i0 += 16) transpose_block(x + i0 * T + j0, T, xt + j0 * T + i0, T);
 }
@@ -342,7 +315,7 @@ struct Scratch {
 thread_local Scratch tls;
 
 // Rows r0, r0 + 1 of a row-major bf16 matrix (T x T) into the interleaved layout at pair r0 / 2.
-FUSED_BF16 void interleave_two_rows(const uint16_t* x, int64_t T, int64_t r0, uint16_t* xi) {
+FUSED_AVX512 void interleave_two_rows(const uint16_t* x, int64_t T, int64_t r0, uint16_t* xi) {
   pack_interleaved_rows(x + r0 * T, 2, T, xi + r0 * T);
 }
 
@@ -383,7 +356,7 @@ FUSED_AMX void forward_impl(const uint16_t* q, const uint16_t* k, const uint16_t
       const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
       uint16_t* prow = p + i * T;
       for (int64_t b = 0; b < nb; ++b)
-        store_bf16(prow + 16 * b, _mm512_mul_ps(_mm512_loadu_ps(s + 16 * b), inv));
+        vstore(prow + 16 * b, _mm512_mul_ps(_mm512_loadu_ps(s + 16 * b), inv));
       std::memset(prow + 16 * nb, 0, static_cast<size_t>(T - 16 * nb) * 2);
     }
     // o = P v over the pairs of keys up to the diagonal (P is 0 beyond it)
@@ -391,7 +364,7 @@ FUSED_AMX void forward_impl(const uint16_t* q, const uint16_t* k, const uint16_t
     features16(amx, p + i0 * T, T, w.i1.data(), d, q1, w.o.data());
     for (int64_t r = 0; r < 16; ++r)
       for (int64_t f = 0; f < d; f += 16)
-        store_bf16(o + (i0 + r) * ldo + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+        vstore(o + (i0 + r) * ldo + f, _mm512_loadu_ps(w.o.data() + r * d + f));
   }
   if (amx) amx_end();
 }
@@ -422,15 +395,15 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
       // D_i = sum_f dO[i][f] O[i][f]
       __m512 acc = _mm512_setzero_ps();
       for (int64_t f = 0; f < d; f += 16)
-        acc = _mm512_fmadd_ps(load_bf16(dout + i * lddo + f), load_bf16(o + i * ldo + f), acc);
+        acc = _mm512_fmadd_ps(vload(dout + i * lddo + f), vload(o + i * ldo + f), acc);
       const __m512 D = _mm512_set1_ps(_mm512_reduce_add_ps(acc));
       const float* dp = w.s.data() + r * T;
       for (int64_t b = 0; b < nb; ++b) {
         // dS = P (dP - D) * scale; P is zero above the diagonal, and so dS
-        const __m512 x = _mm512_mul_ps(_mm512_mul_ps(load_bf16(p + i * T + 16 * b),
+        const __m512 x = _mm512_mul_ps(_mm512_mul_ps(vload(p + i * T + 16 * b),
                                                      _mm512_sub_ps(_mm512_loadu_ps(dp + 16 * b), D)),
                                        vscale);
-        store_bf16(ds + i * T + 16 * b, x);
+        vstore(ds + i * T + 16 * b, x);
       }
       std::memset(ds + i * T + 16 * nb, 0, static_cast<size_t>(T - 16 * nb) * 2);
     }
@@ -441,7 +414,7 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
     features16(amx, ds + i0 * T, T, w.i1.data(), d, q1, w.o.data());
     for (int64_t r = 0; r < 16; ++r)
       for (int64_t f = 0; f < d; f += 16)
-        store_bf16(dq + (i0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+        vstore(dq + (i0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
   }
   // dK rows j = sum over i >= j of dS[i][j] q[i]; dV rows j = sum over i >= j of P[i][j] dO[i]
   if (amx) {
@@ -455,11 +428,11 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
       amx_features16(dst + j0 * T, T, w.i2.data(), d, q0, T / 2, w.o.data());
       for (int64_t r = 0; r < 16; ++r)
         for (int64_t f = 0; f < d; f += 16)
-          store_bf16(dk + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+          vstore(dk + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
       amx_features16(pt + j0 * T, T, w.i3.data(), d, q0, T / 2, w.o.data());
       for (int64_t r = 0; r < 16; ++r)
         for (int64_t f = 0; f < d; f += 16)
-          store_bf16(dv + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+          vstore(dv + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
     }
     amx_end();
     return;
@@ -470,11 +443,11 @@ FUSED_AMX void backward_impl(const uint16_t* q, const uint16_t* k, const uint16_
     features(dsi32 + j0, 1, T, w.i2.data(), d, j0 / 2, T / 2, w.o.data());
     for (int64_t r = 0; r < 4; ++r)
       for (int64_t f = 0; f < d; f += 16)
-        store_bf16(dk + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+        vstore(dk + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
     features(pi32 + j0, 1, T, w.i3.data(), d, j0 / 2, T / 2, w.o.data());
     for (int64_t r = 0; r < 4; ++r)
       for (int64_t f = 0; f < d; f += 16)
-        store_bf16(dv + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
+        vstore(dv + (j0 + r) * d + f, _mm512_loadu_ps(w.o.data() + r * d + f));
   }
 }
 
