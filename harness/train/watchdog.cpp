@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "harness/util/clock.h"
+
 namespace lockstep::train {
 
 Watchdog::Watchdog(Progress& progress, int rank, double timeout_s, double factor,
@@ -37,9 +39,7 @@ void Watchdog::loop() {
     const int64_t started = progress_.step_started_ns.load();
     if (started == 0) continue;
     const double elapsed_s =
-        static_cast<double>(
-            duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count() - started) /
-        1e9;
+static_cast<double>(util::steady_now_ns() - started) / 1e9;
     double limit = timeout_s_ > 0 ? timeout_s_ : 1e300;
     std::string why = "run.step_timeout_s = " + std::to_string(timeout_s_);
     // The factor judges steps against steps; a checkpoint save (whose clock restarts when it
