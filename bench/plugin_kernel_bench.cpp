@@ -17,7 +17,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "harness/registry/registry.h"
+#include "harness/kernels/registry.h"
 #include "harness/util/cpu_capability.h"
 #include "harness/util/malloc_tuning.h"
 

@@ -112,13 +112,13 @@ set(LOCKSTEP_TORCH_SOURCES
   variants/attention.cpp
   variants/precision.cpp
   variants/sharding.cpp
-  harness/registry/builtins.cpp
-  harness/registry/kernel_table.cpp
-  harness/registry/plugin_loader.cpp
-  harness/registry/registry.cpp
+  variants/adamw.cpp
+  harness/kernels/builtins.cpp
+  harness/kernels/kernel_table.cpp
+  harness/kernels/plugin_loader.cpp
+  harness/kernels/registry.cpp
   harness/dist/comm.cpp
   harness/dist/launcher.cpp
-  harness/train/adamw.cpp
   harness/train/checkpoint.cpp
   harness/train/device.cpp
   harness/train/environment.cpp

@@ -1,6 +1,6 @@
 // Lockstep: does this training optimization really help, and is it still the same math?
 #include "harness/cli/cli.h"
-#include "harness/registry/install.h"
+#include "harness/kernels/install.h"
 #include "harness/util/cpu_capability.h"
 #include "harness/util/malloc_tuning.h"
 

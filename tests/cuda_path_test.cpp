@@ -15,14 +15,14 @@
 
 #include "harness/dist/comm.h"
 #include "harness/dist/parallel_config.h"
-#include "harness/registry/registry.h"
-#include "harness/train/adamw.h"
+#include "harness/kernels/registry.h"
 #include "harness/train/device.h"
 #include "harness/train/memory.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/profiler.h"
 #include "harness/train/step_graph.h"
+#include "variants/adamw.h"
 #include "variants/attention.h"
 #include "variants/sharding.h"
 #include "workloads/gpt.h"
@@ -60,7 +60,8 @@ variants::ShardUpdate optim() {
   o.eps = 1e-8;
   return [o](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
              const torch::Tensor& decay, double lr, int64_t t) {
-    train::adamw_update(p, g, m, v, decay, lr, t, o);
+    variants::adamw_update(p, g, m, v, decay,
+                           plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
   };
 }
 

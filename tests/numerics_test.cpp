@@ -38,11 +38,11 @@
 
 #include "harness/config/config.h"
 #include "harness/dist/comm.h"
-#include "harness/train/adamw.h"
 #include "harness/train/checkpoint.h"
-#include "harness/registry/install.h"
-#include "harness/registry/registry.h"
+#include "harness/kernels/install.h"
+#include "harness/kernels/registry.h"
 #include "harness/train/optim_config.h"
+#include "variants/adamw.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
@@ -58,7 +58,8 @@ using ParallelConfig = dist::ParallelConfig;
 variants::ShardUpdate adamw(const train::OptimConfig& o) {
   return [o](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
              const torch::Tensor& decay, double lr, int64_t t) {
-    train::adamw_update(p, g, m, v, decay, lr, t, o);
+    variants::adamw_update(p, g, m, v, decay,
+                           plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
   };
 }
 

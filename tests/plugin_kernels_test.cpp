@@ -5,7 +5,7 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
-#include "harness/registry/registry.h"
+#include "harness/kernels/registry.h"
 
 using namespace lockstep;
 using torch::Tensor;

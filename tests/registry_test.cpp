@@ -4,7 +4,7 @@
 // implementation from the entries' declared knob classes, and the precision traits table.
 //
 // The core tests have no kernels: the built-ins' names are declared here as
-// harness/registry/builtins.cpp registers them, and a fake loader stands in for dlopen ("plugin
+// harness/kernels/builtins.cpp registers them, and a fake loader stands in for dlopen ("plugin
 // files" are names; nothing is read). Installed once for the whole core_tests process, so every
 // config test sees the same catalog the lockstep binary has.
 #include <gtest/gtest.h>

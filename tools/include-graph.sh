@@ -1,35 +1,150 @@
 #!/usr/bin/env bash
-# Prints the folder-level include graph of Lockstep's sources (harness/, variants/, workloads/,
-# reports/) and checks it has no cycle: a folder that includes another must not be included back,
-# directly or through others. A file's folder is its directory (harness/runner.cpp is in
-# `harness`, harness/train/trainer.cpp in `harness/train`); harness/main.cpp, the binary's thin
-# entry point, sits above everything and is left out.
+# Checks Lockstep's layering on the folder-level include graph: a node is a component folder
+# (harness/<sub>, harness itself for its loose files, workloads, variants, reports, reports/<sub>,
+# include/lockstep; harness/main.cpp, the thin entry point, is a node of its own), an edge A -> B
+# is any `#include "..."` in a file of A naming a file of B. Folder level because the rules are
+# about components: at file level a loop between folders hides among harmless file edges, and
+# one node per top folder would hide every loop inside harness/. tests/, bench/, fuzz/ and
+# examples/ are consumers, not components: they may include any layer and are not scanned.
 #
-# usage: tools/include-graph.sh [SOURCE_ROOT]
-# stdout: one "FROM -> TO  (N includes)" line per edge, then the folders in dependency order
-# exit:   0 without cycles; 1 with one (tsort names the folders in the loop on stderr)
+# The rules (README "Repository layout"; issue 13):
+#   1. Every folder is in a layer of LAYERS below, lowest first; a folder includes only folders in
+#      its own layer or below (lower layers never include upper ones). A new folder must be added.
+#   2. Layer 0 is the foundation: its folders include nothing from any other component
+#      (harness/config, harness/stats, harness/util, harness/compat, the plugin SDK header).
+#   3. No cycle, also among the folders of one layer.
+#
+# usage: tools/include-graph.sh [-q] [SOURCE_ROOT]    (-q: print nothing when the rules hold)
+# stdout: the edges ("FROM -> TO  (N includes)"), then "ok"; violations go to stderr, each with the
+#         offending includes as file:line.
+# exit:   0 the rules hold; 1 a rule is broken; 2 usage error
 set -euo pipefail
 
+# layer  folders                                    # what they are
+LAYERS='
+0  include/lockstep harness/compat harness/config harness/stats harness/util  # foundation
+1  harness/registry harness/dist harness/gate       # the name catalog, process groups, gate policy
+2  workloads                                        # the reference model and its data
+3  variants                                         # act on the model from outside
+4  harness/kernels                                  # binds the catalog names to kernels
+5  harness/train                                    # the trainer
+6  harness/runs harness/external                    # run folders, child runs, external trainers
+7  harness/compare harness/diagnose harness/scale harness/history   # analyses of runs
+8  reports reports/diagnose reports/history reports/scale           # renderers only
+9  harness harness/cli                              # runner, config sections, commands
+10 harness/main.cpp                                 # the entry point
+'
+
+quiet=0
+if [[ ${1:-} == -q ]]; then quiet=1; shift; fi
+[[ $# -le 1 ]] || { echo "usage: $0 [-q] [SOURCE_ROOT]" >&2; exit 2; }
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
-cd "$root"
+cd "$root" || exit 2
+tops=(harness variants workloads reports include/lockstep)
+for t in "${tops[@]}"; do [[ -d $t ]] || { echo "$0: no $root/$t" >&2; exit 2; }; done
 
-edges=$(grep -rHo --include='*.h' --include='*.cpp' --include='*.cu' \
-          '^#include "\(harness\|variants\|workloads\|reports\)/[^"]*"' \
-          harness variants workloads reports |
-        grep -v '^harness/main\.cpp:' |
-        sed -E 's|^([^:]*)/[^/:]*:#include "(.*)/[^/]*"$|\1 \2|' |
-        awk '$1 != $2' | sort | uniq -c | awk '{print $2, $3, $1}')
-
-echo "$edges" | awk '{printf "%-18s -> %-18s (%d include%s)\n", $1, $2, $3, $3 == 1 ? "" : "s"}'
-echo
-echo "dependency order (a folder before the folders it includes):"
-if order=$(echo "$edges" | awk '{print $1, $2}' | tsort 2>/tmp/include-graph.$$); then
-  echo "$order" | sed 's/^/  /'
-  rm -f /tmp/include-graph.$$
-  echo "no cycles"
-else
-  cat /tmp/include-graph.$$ >&2
-  rm -f /tmp/include-graph.$$
-  echo "CYCLE (see stderr)"
-  exit 1
-fi
+# "file:line:text" for every quoted include (and <...> naming a project folder).
+grep -rHnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cc' \
+     --include='*.cu' --include='*.cuh' \
+     '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<(harness|variants|workloads|reports|include)/)' \
+     "${tops[@]}" |
+awk -v layers="$LAYERS" -v quiet="$quiet" '
+function component(path,   n, s, d) {  # the node a project file belongs to ("" = not ours)
+  if (path == "harness/main.cpp") return path
+  n = split(path, s, "/")
+  if (s[1] == "include") return n >= 3 ? s[1] "/" s[2] : ""
+  if (s[1] != "harness" && s[1] != "variants" && s[1] != "workloads" && s[1] != "reports") return ""
+  return n >= 3 ? s[1] "/" s[2] : s[1]
+}
+function normalize(path,   n, s, i, k, out, o) {  # folds "." and ".." segments
+  n = split(path, s, "/"); k = 0
+  for (i = 1; i <= n; i++) {
+    if (s[i] == "." || s[i] == "") continue
+    if (s[i] == "..") { if (k > 0) k--; continue }
+    out[++k] = s[i]
+  }
+  o = ""
+  for (i = 1; i <= k; i++) o = o (i > 1 ? "/" : "") out[i]
+  return o
+}
+function dirname(path) { sub(/\/[^\/]*$/, "", path); return path }
+BEGIN {
+  nl = split(layers, rows, "\n")
+  for (r = 1; r <= nl; r++) {
+    line = rows[r]; sub(/#.*/, "", line)
+    nf = split(line, f, " ")
+    for (i = 2; i <= nf; i++) layer[f[i]] = f[1] + 0
+  }
+}
+{
+  # $0 = file:line:#include "target"  (the file name holds no colon)
+  file = $0; sub(/:.*/, "", file)
+  rest = substr($0, length(file) + 2); ln = rest; sub(/:.*/, "", ln)
+  target = rest; sub(/^[^"<]*["<]/, "", target); sub(/[">].*$/, "", target)
+  from = component(file)
+  if (target ~ /^(harness|variants|workloads|reports|include)\//) to = component(target)
+  else {  # relative to the including file (none today; counted the same way if one appears)
+    rel = normalize(dirname(file) "/" target)
+    to = ((getline probe < rel) >= 0) ? component(rel) : ""
+    close(rel)
+  }
+  if (to == "" || to == from) next
+  key = from SUBSEP to
+  if (!(key in count)) { edges[++ne] = key; out[from] = out[from] " " to }
+  count[key]++
+  where[key] = where[key] "\n      " file ":" ln ": #include \"" target "\""
+  nodes[from] = 1; nodes[to] = 1
+}
+function visit(n,   k, m, i, tos, j, cyc, a, b) {  # depth-first; returns 1 when it printed a cycle
+  color[n] = 1; stack[++depth] = n
+  k = split(out[n], tos, " ")
+  for (i = 1; i <= k; i++) {
+    m = tos[i]
+    if (color[m] == 1) {
+      for (j = depth; stack[j] != m; j--) ;
+      cyc = ""
+      for (; j <= depth; j++) cyc = cyc stack[j] " -> "
+      printf "include-graph: CYCLE: %s%s\n", cyc, m > "/dev/stderr"
+      for (j = depth; stack[j] != m; j--) ;
+      for (; j <= depth; j++) {
+        a = stack[j]; b = (j < depth) ? stack[j + 1] : m
+        printf "  %s -> %s:%s\n", a, b, where[a SUBSEP b] > "/dev/stderr"
+      }
+      return 1
+    }
+    if (color[m] == 0 && visit(m)) return 1
+  }
+  color[n] = 2; depth--
+  return 0
+}
+END {
+  bad = 0
+  for (n in nodes) if (!(n in layer)) {
+    printf "include-graph: %s is in no layer: add it to LAYERS in tools/include-graph.sh\n", n > "/dev/stderr"
+    bad = 1
+  }
+  for (e = 1; e <= ne; e++) {
+    split(edges[e], p, SUBSEP); a = p[1]; b = p[2]
+    if (!(a in layer) || !(b in layer)) continue
+    if (layer[a] == 0) {
+      printf "include-graph: %s (layer 0, the foundation) includes another component, %s:%s\n",
+             a, b, where[edges[e]] > "/dev/stderr"
+      bad = 1
+    } else if (layer[b] > layer[a]) {
+      printf "include-graph: %s (layer %d) includes an upper layer, %s (layer %d):%s\n",
+             a, layer[a], b, layer[b], where[edges[e]] > "/dev/stderr"
+      bad = 1
+    }
+  }
+  for (n in nodes) if (color[n] == 0 && visit(n)) { bad = 1; break }
+  if (!quiet) {
+    for (e = 1; e <= ne; e++) {
+      split(edges[e], p, SUBSEP)
+      printf "%-18s -> %-18s (%d include%s)\n", p[1], p[2], count[edges[e]],
+             count[edges[e]] == 1 ? "" : "s" | "sort"
+    }
+    close("sort")
+  }
+  if (bad) { print "include-graph: FAILED (see above)" > "/dev/stderr"; exit 1 }
+  if (!quiet) print "ok: no include cycle between folders; every include goes to its own layer or below"
+}'

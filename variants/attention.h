@@ -7,7 +7,7 @@
 
 namespace lockstep::variants {
 
-// The built-in attention kernels, registered as "math" and "fused" (harness/registry): each maps
+// The built-in attention kernels, registered as "math" and "fused" (harness/kernels): each maps
 // q, k, v (B, H, T, hd) to (B, H, T, hd).
 // "math": the explicit reference, materialising the (B, H, T, T) score matrix.
 torch::Tensor math_attention(const torch::Tensor& q, const torch::Tensor& k,

@@ -14,7 +14,7 @@
 //            and again just before its backward (tensor hook on its output), freed after use
 //
 // Every stage runs the same elementwise optimizer update (the `[optim] impl` kernel, built in:
-// harness/train/adamw.h) on the slice it owns, so ZeRO changes where the math runs, not the math.
+// variants/adamw.h) on the slice it owns, so ZeRO changes where the math runs, not the math.
 #pragma once
 
 #include <filesystem>

@@ -7,7 +7,7 @@
 //
 // Constraints: no dropout (losses must be bitwise reproducible); no variant logic in here.
 // Variants act from outside: the attention, activation and LayerNorm kernels are injected
-// (harness/registry: built-ins or a plugin's), precision
+// (harness/kernels: built-ins or a plugin's), precision
 // wraps the forward (variants/precision.h), sharding uses the block hooks (variants/sharding.h)
 // the way FSDP uses nn.Module hooks.
 //
@@ -21,7 +21,7 @@
 
 namespace lockstep::workloads {
 
-// The kernels the model calls, chosen from outside (harness/registry; signatures as in
+// The kernels the model calls, chosen from outside (harness/kernels; signatures as in
 // include/lockstep/plugin.h). The math is fixed; only the implementation varies.
 // Causal attention over (B, H, T, hd) queries, keys and values -> (B, H, T, hd).
 using AttentionKernel =

@@ -3,7 +3,7 @@
 // declares, a one-line description and where it came from (built in, or a plugin file and its
 // SHA-256). LibTorch-free: config validation, `config diff` and the comparison's knob
 // classification read it; the kernels themselves live in the LibTorch-side registry
-// (harness/registry/registry.h), which fills this catalog as built-ins and plugins register.
+// (harness/kernels/registry.h), which fills this catalog as built-ins and plugins register.
 //
 // A config sees the built-ins plus the plugins its own `[plugins] load` names: the same name may
 // come from two plugin files as long as no one config loads both (two builds of one kernel, one

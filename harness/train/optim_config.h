@@ -1,5 +1,5 @@
 // [optim]: AdamW with linear warmup + cosine decay and global-norm gradient clipping.
-// Owned by the optimizer (harness/train/adamw.h).
+// Owned by the trainer; the update itself is a registered kernel (built in: variants/adamw.h).
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@ struct OptimConfig {
   int64_t warmup = 0;  // LR warmup steps (distinct from run.warmup_steps, which is about timing)
   double weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
   double clip_grad_norm = 0;  // 0 = no clipping
-  std::string impl;           // the update kernel, by registered name (harness/registry)
+  std::string impl;           // the update kernel, by registered name (harness/registry/catalog.h)
 
   // Learning rate at 1-based `step` of a `total`-step schedule.
   double lr_at(int64_t step, int64_t total) const;

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "harness/dist/comm.h"
-#include "harness/train/adamw.h"
+#include "harness/kernels/registry.h"
 #include "harness/train/checkpoint.h"
 #include "harness/train/checkpoint_config.h"
 #include "harness/train/device.h"
@@ -23,7 +23,6 @@
 #include "harness/train/step_graph.h"
 #include "harness/train/trace.h"
 #include "harness/util/clock.h"
-#include "harness/registry/registry.h"
 #include "variants/attention.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"

@@ -1,7 +1,7 @@
 // Lockstep's own implementations, registered through the same interface a plugin uses
 // (include/lockstep/plugin.h). Each is the reference the plugins are judged against.
-#include "harness/registry/kernel_table.h"
-#include "harness/train/adamw.h"
+#include "harness/kernels/kernel_table.h"
+#include "variants/adamw.h"
 #include "variants/attention.h"
 
 namespace lockstep::registry {
@@ -35,13 +35,7 @@ void register_builtins() {
       },
       "LibTorch's cross_entropy (log_softmax + nll_loss) on the logits cast to fp32");
   r.optimizer(
-      "adamw", Knob::Exact,
-      [](torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
-         const torch::Tensor& decay, const plugin::AdamWStep& s) {
-        train::OptimConfig o;
-        o.beta1 = s.beta1, o.beta2 = s.beta2, o.eps = s.eps, o.weight_decay = s.weight_decay;
-        train::adamw_update(p, g, m, v, decay, s.lr, s.step, o);
-      },
+      "adamw", Knob::Exact, variants::adamw_update,
       "AdamW in one fused pass over each flat fp32 buffer on CPU (tensor ops elsewhere)");
   r.commit();
 }

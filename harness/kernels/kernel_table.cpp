@@ -1,4 +1,4 @@
-#include "harness/registry/kernel_table.h"
+#include "harness/kernels/kernel_table.h"
 
 #include <stdexcept>
 

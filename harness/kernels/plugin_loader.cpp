@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "harness/registry/kernel_table.h"
-#include "harness/registry/registry.h"
+#include "harness/kernels/kernel_table.h"
+#include "harness/kernels/registry.h"
 #include "harness/util/sha256.h"
 
 namespace lockstep::registry {

@@ -3,14 +3,19 @@
 // through the same lockstep::plugin::Registry interface (include/lockstep/plugin.h); a run asks
 // for the kernels its config selects, each wrapped with the run-time checks (a kernel that throws
 // or returns the wrong shape fails the run naming the slot and the name).
+//
+// Layering: this folder binds names to callables, so it sits above variants/ and workloads/ (whose
+// kernels it registers) and below harness/train (which asks it for them). Config sections never
+// include it: they name kernels through the catalog (harness/registry/), which is LibTorch-free
+// and depends on harness/config only. Both halves share the namespace lockstep::registry.
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
 #include "harness/config/config.h"
+#include "harness/kernels/install.h"
 #include "harness/registry/catalog.h"
-#include "harness/registry/install.h"
 #include "include/lockstep/plugin.h"
 
 namespace lockstep::registry {

@@ -1,10 +1,10 @@
-#include "harness/registry/registry.h"
+#include "harness/kernels/registry.h"
 
 #include <mutex>
 #include <sstream>
 #include <vector>
 
-#include "harness/registry/kernel_table.h"
+#include "harness/kernels/kernel_table.h"
 
 namespace lockstep::registry {
 namespace {
