@@ -47,7 +47,7 @@ void ensure_calibration(const config::Config& cfg, bool quiet) {
   const std::string dtype = variants::name_of(*peak);
   if (cached_cpu_peak(threads, compat::torch_version(), dtype)) return;
   if (!quiet)
-    std::cout << "calibrating the " << dtype << " GEMM peak for " << threads
+    std::cerr << "calibrating the " << dtype << " GEMM peak for " << threads
               << " thread(s) (once per machine)...\n";
   auto p = measure_gemm_peak(*peak, threads, 0.5);
   store_cpu_peak(threads, compat::torch_version(), dtype, p.flops,
