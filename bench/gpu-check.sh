@@ -4,8 +4,8 @@
 #   1. builds `lockstep` and the in-process CUDA tests against the machine's PyTorch LibTorch
 #      (LOCKSTEP_TORCH_DIR, else python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 #   2. runs the test suite's CUDA-labelled tests (ctest -L cuda)
-#   3. gpt2-124m on the GPU: fp32 vs tf32, bf16 vs bf16 + fused attention, bf16 vs bf16 + CUDA
-#      graphs (three `lockstep compare`), fp16 with dynamic loss scaling and a 1-rank NCCL group
+#   3. gpt2-124m on the GPU: fp32 vs tf32, bf16 vs bf16 + fused attention, bf16 vs bf16 + fused
+#      AdamW, bf16 vs bf16 + CUDA graphs (four `lockstep compare`), fp16 with dynamic loss scaling and a 1-rank NCCL group
 #      (two `lockstep run`), and a determinism check (two runs, loss curves bitwise equal)
 #   4. prints tokens/s, MFU, P99, the SDPA backend and each verdict, and writes them as one
 #      Markdown block ready for bench/RESULTS.md: OUT_DIR/gpu-check.md (also on stdout)
@@ -147,6 +147,7 @@ run() {
 
 compare fp32_vs_tf32 configs/baseline.toml configs/variants/tf32.toml
 compare bf16_vs_fused_attention configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml
+compare bf16_vs_fused_adamw configs/variants/bf16.toml configs/variants/bf16_fused_adamw.toml
 compare bf16_vs_cuda_graphs configs/variants/bf16.toml configs/variants/bf16.toml \
   --set-variant run.cuda_graphs=true --set-variant run.name=bf16_cuda_graphs
 run fp16_loss_scaling configs/variants/fp16.toml
@@ -187,6 +188,7 @@ env = {}
 rows = []
 for name, label in [("fp32_vs_tf32", "fp32 vs tf32"),
                     ("bf16_vs_fused_attention", "bf16 vs bf16 + fused attention"),
+                    ("bf16_vs_fused_adamw", "bf16 vs bf16 + fused AdamW"),
                     ("bf16_vs_cuda_graphs", "bf16 vs bf16 + CUDA graphs")]:
     r = load(os.path.join(out, name, "report.json"))
     if r is None:

@@ -67,4 +67,11 @@ void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, to
   p.addcdiv_(m, denom, -lr / bc1);
 }
 
+void fused_adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, const torch::Tensor& decay, const plugin::AdamWStep& s) {
+  torch::NoGradGuard no_grad;
+  if (s.weight_decay > 0) p.addcmul_(p, decay, -s.lr * s.weight_decay);  // decoupled, masked
+  compat::fused_adam_step(p, g, m, v, s.step, s.lr, s.beta1, s.beta2, s.eps);
+}
+
 }  // namespace lockstep::variants

@@ -14,4 +14,10 @@ namespace lockstep::variants {
 void adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
                   const torch::Tensor& decay, const plugin::AdamWStep& s);
 
+// The same update through LibTorch's fused AdamW kernel (registered as "fused", CUDA only): the
+// masked weight decay as above, then at::_fused_adamw_ without decay. Its float arithmetic in
+// one kernel rounds differently from the tensor-op form: an approximate knob.
+void fused_adamw_update(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+                        torch::Tensor& v, const torch::Tensor& decay, const plugin::AdamWStep& s);
+
 }  // namespace lockstep::variants

@@ -62,6 +62,22 @@ inline const char* torch_version() {
   return TORCH_VERSION;
 }
 
+// LibTorch's fused AdamW kernel ([optim] impl = "fused"): one update of p, m, v from the gradient g
+// at 1-based step t, without weight decay (the caller applies it, masked). at::_fused_adamw_ with
+// a double lr is in every supported 2.x (2.1 and later); its step count is a tensor on p's device.
+inline void fused_adam_step(at::Tensor& p, const at::Tensor& g, at::Tensor& m, at::Tensor& v,
+                            int64_t t, double lr, double beta1, double beta2, double eps) {
+#if LOCKSTEP_TORCH2
+  const at::Tensor step = at::full({}, static_cast<double>(t), p.options().dtype(at::kFloat));
+  at::_fused_adamw_({p}, {g}, {m}, {v}, /*max_exp_avg_sqs=*/{}, {step}, lr, beta1, beta2,
+                    /*weight_decay=*/0.0, eps, /*amsgrad=*/false, /*maximize=*/false);
+#else
+  (void)p, (void)g, (void)m, (void)v, (void)t, (void)lr, (void)beta1, (void)beta2, (void)eps;
+  throw std::runtime_error("the fused AdamW kernel needs LibTorch 2.1 or later (this is " +
+                           std::string(TORCH_VERSION) + ")");
+#endif
+}
+
 // Causal scaled-dot-product attention, (B, H, T, hd) -> (B, H, T, hd).
 inline at::Tensor sdpa_causal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
 #if LOCKSTEP_TORCH2

@@ -37,6 +37,10 @@ void register_builtins() {
   r.optimizer(
       "adamw", Knob::Exact, variants::adamw_update,
       "AdamW in one fused pass over each flat fp32 buffer on CPU (tensor ops elsewhere)");
+  r.optimizer("fused", Knob::Approximate, variants::fused_adamw_update,
+              "LibTorch's fused AdamW kernel (at::_fused_adamw_, LibTorch 2.1 and later): the "
+              "masked weight decay, then one kernel for the update")
+      .devices({"cuda"});
   r.commit();
 }
 

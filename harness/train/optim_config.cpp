@@ -34,8 +34,8 @@ const config::SectionSchema& optim_schema() {
           KeySpec::Float("eps", 1e-8, "AdamW epsilon").range(0, 1),
           KeySpec::Float("clip_grad_norm", 1.0, "max global grad norm (0 = off)").range(0, 1e9),
           registry::impl_key(registry::Slot::Optimizer, "impl", "adamw",
-                             "the AdamW update kernel: adamw (one fused pass on CPU fp32) | a "
-                             "plugin's (`lockstep variants`)"),
+                             "the AdamW update kernel: adamw (one fused pass on CPU fp32) | fused "
+                             "(LibTorch's fused AdamW, CUDA) | a plugin's (`lockstep variants`)"),
       },
       finalize,
   };
