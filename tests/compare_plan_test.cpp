@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/compare/bisect.h"
 #include "harness/compare/plan.h"
 #include "harness/util/exit_codes.h"
 
@@ -148,6 +149,27 @@ TEST(ComparisonPlan, ACheckStepPastTheLastStepIsAUsageErrorBeforeAnyRun) {
   EXPECT_THROW(plan_comparison(req), UsageError);
   req.check_step = 50;
   EXPECT_EQ(plan_comparison(req).policy.check_step, 50);
+}
+
+// bisect: each trial applies one knob (or the knobs so far) to the baseline; a variant's declared
+// [gate] alignment is its statement of what math it is and goes into every trial, as its plugin
+// files do; its other [gate] keys (bounds) do not (the baseline's or --policy's apply).
+TEST(BisectPlan, TrialsCarryTheVariantsDeclaredAlignmentButNotItsBounds) {
+  const auto base = config::Config::parse("[run]\nname = \"b\"\n", "base.toml");
+  const auto var = config::Config::parse(
+      "[run]\nname = \"v\"\n[precision]\ncompute = \"bf16\"\n[attention]\nimpl = \"fused\"\n"
+      "[gate]\nalignment = \"approximate\"\nmax_slowdown_pct = 50.0\n",
+      "var.toml");
+  const auto p = plan_bisect(base, var);
+  EXPECT_EQ(p.knobs, (std::vector<std::string>{"precision.compute", "attention.impl"}));
+  ASSERT_EQ(p.sets.size(), 2u);
+  EXPECT_EQ(p.sets[0].rfind("precision.compute=", 0), 0u) << p.sets[0];
+  EXPECT_EQ(p.sets[1].rfind("attention.impl=", 0), 0u) << p.sets[1];
+  ASSERT_EQ(p.carry.size(), 1u);
+  EXPECT_EQ(p.carry[0].rfind("gate.alignment=", 0), 0u) << p.carry[0];
+  EXPECT_NE(p.carry[0].find("approximate"), std::string::npos) << p.carry[0];
+  // Without a declaration nothing is carried.
+  EXPECT_TRUE(plan_bisect(base, base).carry.empty());
 }
 
 }  // namespace

@@ -6,22 +6,25 @@
 
 namespace lockstep::compare {
 
+BisectPlan plan_bisect(const config::Config& base, const config::Config& var) {
+  BisectPlan p;
+  const auto changes = config::diff(base, var);
+  p.knobs = classify_changes(changes).knobs;
+  for (const auto& c : changes)
+    for (const auto& k : p.knobs)
+      if (k == c.key) p.sets.push_back(c.key + "=" + c.after);
+  for (const auto& c : changes)
+    if (c.knob == config::Knob::None && (c.key == "plugins.load" || c.key == "gate.alignment"))
+      p.carry.push_back(c.key + "=" + c.after);
+  return p;
+}
+
 BisectResult run_bisect(const BisectRequest& req) {
   BisectResult out;
-  const auto base = config::Config::load(req.baseline), var = config::Config::load(req.variant);
-  const auto changes = config::diff(base, var);
-  const auto knobs = classify_changes(changes);
-  std::vector<std::string> sets;  // "key=value" in diff order, knobs only
-  for (const auto& c : changes)
-    for (const auto& k : knobs.knobs)
-      if (k == c.key) sets.push_back(c.key + "=" + c.after);
-  // The variant's plugin files are not a knob (the keys selecting their kernels are), but every
-  // trial needs them loaded for those names to exist.
-  std::vector<std::string> carry;
-  for (const auto& c : changes)
-    if (c.key == "plugins.load" && c.knob == config::Knob::None)
-      carry.push_back(c.key + "=" + c.after);
-
+  const auto plan = plan_bisect(config::Config::load(req.baseline),
+                                config::Config::load(req.variant));
+  const auto& sets = plan.sets;
+  const auto& carry = plan.carry;
   auto trial = [&](const std::string& mode, const std::vector<std::string>& applied,
                    const std::string& dir) {
     CompareRequest cr;
@@ -58,7 +61,7 @@ BisectResult run_bisect(const BisectRequest& req) {
 
   for (size_t i = 0; i < sets.size(); ++i) {
     auto t = trial("alone", {sets[i]}, "alone-" + std::to_string(i + 1));
-    if (!t.aligned || !t.p99_ok || !t.ran) out.culprits.push_back(knobs.knobs[i]);
+    if (!t.aligned || !t.p99_ok || !t.ran) out.culprits.push_back(plan.knobs[i]);
     if (!t.ran) out.exit_code = kExitRunFailed;
     out.trials.push_back(t);
   }

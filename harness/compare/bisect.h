@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/compare/result.h"
+#include "harness/config/config.h"
 
 namespace lockstep::compare {
 
@@ -40,6 +41,15 @@ struct BisectResult {
   std::string first_failing_cumulative;
   int exit_code = 0;  // 0 no culprit, 1 culprit(s) named, 3 a run failed
 };
+
+// What the trials apply to the baseline: each changed knob as "key=value" (diff order, `knobs`
+// names them), and what every trial carries whatever knobs it applies: the variant's plugin files
+// (their kernels' names must exist) and its declared `[gate] alignment` (its own statement of
+// what math it is; the bounds stay the baseline's or --policy's).
+struct BisectPlan {
+  std::vector<std::string> knobs, sets, carry;
+};
+BisectPlan plan_bisect(const config::Config& baseline, const config::Config& variant);
 
 BisectResult run_bisect(const BisectRequest& req);
 
