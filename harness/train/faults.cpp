@@ -11,13 +11,14 @@
 #include "variants/sharding.h"
 
 namespace lockstep::train {
-namespace {
 
-int64_t now_ns() {
+int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 // Extra work, not idleness: a sleeping core lets the host shift time back to the next step (on this
 // VM a 10% sleep measured as a 0-3% slowdown), a busy core does not.
@@ -67,7 +68,7 @@ void FaultInjector::delay(int64_t step, int64_t step_started_ns) const {
     sleep_ms(static_cast<double>(cfg_.stall_ms));
   if (cfg_.slowdown_pct > 0) {
     const double so_far = std::chrono::duration<double, std::milli>(
-                              std::chrono::nanoseconds(now_ns() - step_started_ns))
+                              std::chrono::nanoseconds(steady_now_ns() - step_started_ns))
                               .count();
     spin_ms(so_far * cfg_.slowdown_pct / 100.0);
   }

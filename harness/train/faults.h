@@ -22,6 +22,9 @@ class Sharding;
 
 namespace lockstep::train {
 
+// Now on the steady clock, in nanoseconds: the clock of Progress::step_started_ns and delay().
+int64_t steady_now_ns();
+
 class FaultInjector {
  public:
   FaultInjector() = default;

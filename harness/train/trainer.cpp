@@ -33,12 +33,6 @@ namespace lockstep::train {
 
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // One micro-batch: inputs and next-token targets.
 struct Batch {
   torch::Tensor x, y;  // (B, T), (B, T)
@@ -101,7 +95,7 @@ struct Trainer::Impl {
   // A new step's record: who, how many tokens, its learning rate, whether it is timed.
   StepRecord begin_step(int64_t step) {
     progress.step = step;
-    progress.step_started_ns = now_ns();
+    progress.step_started_ns = steady_now_ns();
     if (prof.nvtx)
       step_range =
           std::make_unique<compat::NvtxRange>(true, ("step " + std::to_string(step)).c_str());
@@ -301,7 +295,7 @@ struct Trainer::Impl {
   // step_timeout_s only.
   void checkpoint(int64_t step) {
     if (ckpt_cfg.every <= 0 || step % ckpt_cfg.every != 0 || step >= run.steps) return;
-    progress.step_started_ns = now_ns();
+    progress.step_started_ns = steady_now_ns();
     CheckpointState st{step,
                        opt_steps,
                        precision->state().first,
