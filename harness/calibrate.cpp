@@ -32,4 +32,8 @@ GemmPeak measure_gemm_peak(variants::Compute dtype, int threads, double seconds)
   return best;
 }
 
+const char* libtorch_version() {
+  return compat::torch_version();
+}
+
 }  // namespace lockstep

@@ -19,4 +19,8 @@ struct GemmPeak {
 // Times square GEMMs (512..2048) for about `seconds` each and keeps the best rate.
 GemmPeak measure_gemm_peak(variants::Compute dtype, int threads, double seconds);
 
+// The LibTorch version the peaks are measured with (the calibration cache's key), e.g. "1.13.1":
+// here, so that the command line needs no LibTorch header.
+const char* libtorch_version();
+
 }  // namespace lockstep

@@ -46,9 +46,9 @@ std::string general(double x) {
   return buf;
 }
 
-std::vector<std::string> delta_row(const std::string& metric, const std::string& b,
-                                   const std::string& v, const compare::Delta& d,
-                                   const std::string& unit) {
+std::vector<std::string> delta_cells(const std::string& metric, const std::string& b,
+                                     const std::string& v, const compare::Delta& d,
+                                     const std::string& unit) {
   return {metric,
           b,
           v,
@@ -134,13 +134,13 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   if (r.timed)
     o << table(
         {{"", "baseline", "variant", "delta", "95% CI", "p", ""},
-         delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
-                   r.delta.tokens_per_sec_pct, "%"),
-         delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
-         delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                   r.delta.p50_ms_pct, "%"),
-         delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                   r.delta.p99_ms_pct, "%"),
+         delta_cells("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                     r.delta.tokens_per_sec_pct, "%"),
+         delta_cells("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
+         delta_cells("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                     r.delta.p50_ms_pct, "%"),
+         delta_cells("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                     r.delta.p99_ms_pct, "%"),
          {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
           human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
   if (r.too_few_repeats)

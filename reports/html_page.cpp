@@ -34,6 +34,18 @@ footer{color:var(--muted);text-align:center;font-size:12px;padding:8px}
 
 }  // namespace
 
+std::string td(const std::string& html, bool num) {
+  return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>";
+}
+
+std::string th(const std::string& html, bool num) {
+  return num ? "<th class=\"num\">" + html + "</th>" : "<th>" + html + "</th>";
+}
+
+std::string html_code(const std::string& text) {
+  return "<code>" + html_escape(text) + "</code>";
+}
+
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {

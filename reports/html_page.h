@@ -26,6 +26,13 @@ std::string figure(const std::string& caption, const Plot& p);
 // here); extra_css is the report's own rules, appended to the base stylesheet.
 std::string html_page_begin(const std::string& title, const std::string& extra_css = "");
 
+// Table cells holding HTML (escape text first): num right-aligns them (td.num / th.num).
+std::string td(const std::string& html, bool num = false);
+std::string th(const std::string& html, bool num = false);
+
+// A <code> span of plain text (escaped here).
+std::string html_code(const std::string& text);
+
 // "</body>\n</html>\n": closes what html_page_begin opened.
 std::string html_page_end();
 

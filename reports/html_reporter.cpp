@@ -13,7 +13,7 @@ namespace lockstep::reports {
 namespace {
 
 // The comparison report's own rules, on top of the shared page stylesheet (reports/html_page.h).
-const char* kCss = R"css(:root{--base:#1f77b4;--var:#e8590c}
+const char* kComparisonCss = R"css(:root{--base:#1f77b4;--var:#e8590c}
 .pill.ok{background:var(--ok)}.pill.bad{background:var(--bad)}.pill.na{background:#6c757d}
 .yes{color:var(--ok);font-weight:700}.no{color:var(--bad);font-weight:700}
 .sig{font-weight:700}
@@ -23,15 +23,8 @@ details summary{cursor:pointer;font-weight:600}
 
 using text::fixed;
 
-std::string td(const std::string& html, bool num = false) {
-  return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>";
-}
-std::string code(const std::string& s) {
-  return "<code>" + html_escape(s) + "</code>";
-}
-
-std::string delta_row(const std::string& metric, const std::string& b, const std::string& v,
-                      const compare::Delta& d, const std::string& unit) {
+std::string delta_html_row(const std::string& metric, const std::string& b, const std::string& v,
+                           const compare::Delta& d, const std::string& unit) {
   std::string delta = html_escape(text::delta_value(d, unit));
   if (d.known && d.significant) delta = "<span class=\"sig\">" + delta + "</span>";
   return "<tr>" + td(metric) + td(html_escape(b), true) + td(html_escape(v), true) +
@@ -59,19 +52,20 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
 void config_diff(std::ostream& o, const compare::CompareResult& r) {
   if (r.mode == "golden") {  // no baseline config: no diff to show
     o << "<section><h2>Configuration</h2>\n<p><span class=\"arm-b\">golden</span> "
-      << code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
-      << code(r.variant.config_path) << "</p>\n<p>Golden mode: no baseline config, so no changed "
+      << html_code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
+      << html_code(r.variant.config_path)
+      << "</p>\n<p>Golden mode: no baseline config, so no changed "
       << "keys; " << html_escape(r.klass_source) << ".</p></section>\n";
     return;
   }
   o << "<section><h2>Configuration diff</h2>\n<p><span class=\"arm-b\">baseline</span> "
-    << code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
-    << code(r.variant.config_path) << "</p>\n"
+    << html_code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
+    << html_code(r.variant.config_path) << "</p>\n"
     << "<table><tr><th>Key</th><th>Baseline</th><th>Variant</th><th>Kind</th></tr>\n";
   if (r.changes.empty())
     o << "<tr><td colspan=\"4\" class=\"muted\">none: the configs are identical</td></tr>\n";
   for (const auto& c : r.changes)
-    o << "<tr>" << td(code(c.key)) << td(code(c.before)) << td(code(c.after))
+    o << "<tr>" << td(html_code(c.key)) << td(html_code(c.before)) << td(html_code(c.after))
       << td(html_escape(text::knob_name(c.knob))) << "</tr>\n";
   o << "</table>\n";
   if (text::any_plugins(r))
@@ -147,15 +141,15 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
     << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
        "class=\"num\">Δ</th>"
        "<th class=\"num\">95% CI</th><th class=\"num\">p</th><th></th></tr>\n"
-    << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
-                 r.delta.tokens_per_sec_pct, "%")
+    << delta_html_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                      r.delta.tokens_per_sec_pct, "%")
     << "<tr>" << td("<span class=\"muted\">tokens/s 95% CI</span>") << td(ci(b), true)
     << td(ci(v), true) << "<td colspan=\"4\"></td></tr>\n"
-    << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-    << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                 r.delta.p50_ms_pct, "%")
-    << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                 r.delta.p99_ms_pct, "%")
+    << delta_html_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
+    << delta_html_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                      r.delta.p50_ms_pct, "%")
+    << delta_html_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                      r.delta.p99_ms_pct, "%")
     << "<tr>" << td("peak memory")
     << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)
     << td(human_bytes(static_cast<double>(v.peak_memory_bytes)), true)
@@ -207,7 +201,7 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
     o << "</table>\n<table><tr><th>Operator</th><th>Baseline ms/step</th><th>Variant "
          "ms/step</th><th>Change</th><th>Calls</th></tr>\n";
     for (const auto& op : bd.ops)
-      o << "<tr>" << td(code(op.name)) << td(text::fixed(op.baseline_ms, 3), true)
+      o << "<tr>" << td(html_code(op.name)) << td(text::fixed(op.baseline_ms, 3), true)
         << td(text::fixed(op.variant_ms, 3), true)
         << td(text::signed_fixed(op.variant_ms - op.baseline_ms, 3, " ms"), true)
         << td(text::fixed(op.baseline_calls, 0) + " / " + text::fixed(op.variant_calls, 0), true)
@@ -225,7 +219,8 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
   o << "<pre>" << html_escape(r.policy.describe()) << "</pre></section>\n";
   if (!r.env.empty()) {
     o << "<section><details><summary>Environment</summary><table>\n";
-    for (const auto& [k, v] : r.env) o << "<tr>" << td(html_escape(k)) << td(code(v)) << "</tr>\n";
+    for (const auto& [k, v] : r.env)
+      o << "<tr>" << td(html_escape(k)) << td(html_code(v)) << "</tr>\n";
     o << "</table></details></section>\n";
   }
 }
@@ -236,7 +231,7 @@ std::string HtmlReporter::render(const compare::CompareResult& r) const {
   std::ostringstream o;
   const std::string verdict = r.verdict == "pass" ? "PASS" : "FAIL";
   o << html_page_begin("Lockstep " + verdict + ": " + r.variant.name + " vs " + r.baseline.name,
-                       kCss);
+                       kComparisonCss);
   banner(o, r);
   config_diff(o, r);
   alignment(o, r);

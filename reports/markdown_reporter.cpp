@@ -34,10 +34,7 @@ std::string markdown_escape(const std::string& s) {
   return out;
 }
 
-namespace {
-
-// A code span for a config value; pipes still need escaping inside GitHub tables.
-std::string code(const std::string& s) {
+std::string markdown_code(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '|')
@@ -50,18 +47,21 @@ std::string code(const std::string& s) {
   return (out.find('`') == std::string::npos ? "`" + out + "`" : "`` " + out + " ``");
 }
 
-std::string row(const std::vector<std::string>& cells) {
+std::string markdown_row(const std::vector<std::string>& cells) {
   std::string out = "|";
   for (const auto& c : cells) out += " " + c + " |";
   return out + "\n";
 }
 
-std::string delta_row(const std::string& metric, const std::string& b, const std::string& v,
-                      const compare::Delta& d, const std::string& unit) {
+namespace {
+
+std::string delta_markdown_row(const std::string& metric, const std::string& b,
+                               const std::string& v, const compare::Delta& d,
+                               const std::string& unit) {
   std::string delta = text::delta_value(d, unit);
   if (d.known && d.significant) delta = "**" + delta + "**";
-  return row({metric, b, v, delta, text::delta_ci(d, unit), text::p_value(d),
-              d.known ? markdown_escape(d.wording) : ""});
+  return markdown_row({metric, b, v, delta, text::delta_ci(d, unit), text::p_value(d),
+                       d.known ? markdown_escape(d.wording) : ""});
 }
 
 }  // namespace
@@ -86,10 +86,11 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "**Knobs** (golden mode: no baseline config, so no changed keys): "
       << markdown_escape(r.klass_source) << "\n";
   } else {
-    o << row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
-    if (r.changes.empty()) o << row({"(none)", "", "", ""});
+    o << markdown_row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
+    if (r.changes.empty()) o << markdown_row({"(none)", "", "", ""});
     for (const auto& c : r.changes)
-      o << row({code(c.key), code(c.before), code(c.after), text::knob_name(c.knob)});
+      o << markdown_row({markdown_code(c.key), markdown_code(c.before), markdown_code(c.after),
+                         text::knob_name(c.knob)});
   }
   if (text::any_plugins(r))
     o << "\nPlugins: baseline " << markdown_escape(text::plugins(r.baseline.plugins))
@@ -103,12 +104,12 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   if (!a.explanation.empty()) o << " — " << markdown_escape(a.explanation);
   o << "\n\nLoss reference: " << markdown_escape(r.loss_reference);
   o << "\n\n"
-    << row({"", "Baseline", "Variant", "\\|Δ\\|", "Tolerance", "Max \\|Δ\\|",
-            "First divergent step"})
+    << markdown_row({"", "Baseline", "Variant", "\\|Δ\\|", "Tolerance", "Max \\|Δ\\|",
+                     "First divergent step"})
     << "|---|--:|--:|--:|--:|--:|--:|\n"
-    << row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6),
-            fixed(a.tolerance, 6), fixed(a.max_abs_diff, 6),
-            a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
+    << markdown_row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6),
+                     fixed(a.tolerance, 6), fixed(a.max_abs_diff, 6),
+                     a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
   if (a.band)
     o << "\nSeed band: " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4) << " (half-width "
       << fixed(a.band->half_width, 6) << ", " << a.band->seeds.size() << " seeds); variant "
@@ -124,53 +125,56 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
         << " per rank (its full run).\n";
     if (r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
       o << "\n"
-        << row({"Metric", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n"
-        << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+        << markdown_row({"Metric", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n"
+        << markdown_row(
+               {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
                 human_bytes(static_cast<double>(v.peak_memory_bytes)),
                 r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a"});
   } else {
     o << "\n**Performance** (medians, 95% bootstrap CI, Mann-Whitney p; bold = significant)\n\n"
-      << row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
+      << markdown_row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
       << "|---|--:|--:|--:|--:|--:|---|\n"
-      << delta_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
-                   r.delta.tokens_per_sec_pct, "%")
-      << delta_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-      << delta_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                   r.delta.p50_ms_pct, "%")
-      << delta_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                   r.delta.p99_ms_pct, "%")
-      << row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
-              human_bytes(static_cast<double>(v.peak_memory_bytes)),
-              r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", "", "",
-              ""});
+      << delta_markdown_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
+                            r.delta.tokens_per_sec_pct, "%")
+      << delta_markdown_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts,
+                            " pts")
+      << delta_markdown_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+                            r.delta.p50_ms_pct, "%")
+      << delta_markdown_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+                            r.delta.p99_ms_pct, "%")
+      << markdown_row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
+                       human_bytes(static_cast<double>(v.peak_memory_bytes)),
+                       r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a",
+                       "", "", ""});
   }
 
   if (compare::any_arm_sharded(r)) {
     const auto rows = memory_table_rows(r);
     o << "\n**Memory per rank** (" << markdown_escape(memory_table_caption(r)) << ")\n\n"
-      << row({"Per rank", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
-    for (size_t i = 1; i < rows.size(); ++i) o << row(rows[i]);
+      << markdown_row({"Per rank", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
+    for (size_t i = 1; i < rows.size(); ++i) o << markdown_row(rows[i]);
   }
 
   if (!r.breakdown.phases.empty()) {
     o << "\n**Where the time went** (baseline " << markdown_escape(r.baseline.bound) << ", variant "
       << markdown_escape(r.variant.bound) << ")\n\n";
     for (const auto& f : r.breakdown.findings) o << "- " << markdown_escape(f) << "\n";
-    o << "\n" << row({"Phase", "Baseline", "Variant"}) << "|---|--:|--:|\n";
+    o << "\n" << markdown_row({"Phase", "Baseline", "Variant"}) << "|---|--:|--:|\n";
     for (const auto& p : r.breakdown.phases)
-      o << row({p.phase, fixed(p.baseline_ms, 2) + " ms (" + text::percent(p.baseline_share) + ")",
-                fixed(p.variant_ms, 2) + " ms (" + text::percent(p.variant_share) + ")"});
+      o << markdown_row({p.phase,
+                         fixed(p.baseline_ms, 2) + " ms (" + text::percent(p.baseline_share) + ")",
+                         fixed(p.variant_ms, 2) + " ms (" + text::percent(p.variant_share) + ")"});
     o << "\n<details><summary>Top operators (self ms/step)</summary>\n\n"
-      << row({"Operator", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
+      << markdown_row({"Operator", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n";
     for (const auto& op : r.breakdown.ops)
-      o << row({code(op.name), fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3),
-                text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
+      o << markdown_row({markdown_code(op.name), fixed(op.baseline_ms, 3), fixed(op.variant_ms, 3),
+                         text::signed_fixed(op.variant_ms - op.baseline_ms, 3, "")});
     o << "\n</details>\n";
   }
-  o << "\n**Checks**\n\n" << row({"", "Check", "Detail"}) << "|---|---|---|\n";
+  o << "\n**Checks**\n\n" << markdown_row({"", "Check", "Detail"}) << "|---|---|---|\n";
   for (const auto& c : r.checks)
-    o << row({c.passed ? "✅" : "❌", markdown_escape(c.name), markdown_escape(c.detail)});
-  if (r.checks.empty()) o << row({"", "(none ran)", ""});
+    o << markdown_row({c.passed ? "✅" : "❌", markdown_escape(c.name), markdown_escape(c.detail)});
+  if (r.checks.empty()) o << markdown_row({"", "(none ran)", ""});
 
   o << "\n<details><summary>Policy"
     << (r.policy_source.empty() ? "" : " (" + markdown_escape(r.policy_source) + ")")

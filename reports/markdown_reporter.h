@@ -2,6 +2,9 @@
 // heading, a short table per section, checks, warnings, the policy in a <details> block).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "reports/reporter.h"
 
 namespace lockstep::reports {
@@ -15,5 +18,12 @@ class MarkdownReporter : public Reporter {
 
 // Text made safe for a Markdown table cell (pipes, emphasis, HTML and newlines neutralised).
 std::string markdown_escape(const std::string& s);
+
+// A code span for a table cell: its text is literal, except that pipes are escaped (they would
+// split the cell) and newlines become spaces.
+std::string markdown_code(const std::string& s);
+
+// One table row: "| a | b |\n".
+std::string markdown_row(const std::vector<std::string>& cells);
 
 }  // namespace lockstep::reports

@@ -19,7 +19,7 @@ void resolve_path(config::Config& c) {
   if (!ec) c.resolve("data.path", abs.lexically_normal().string(), "data.path");
 }
 
-void finalize(config::Config& c) {
+void finalize_data(config::Config& c) {
   const std::string& src = c.str("data.source");
   if (src != "synthetic" && !c.has_value("data.path"))
     c.fail("data.source", "source \"" + src + "\" needs data.path");
@@ -60,7 +60,7 @@ const config::SectionSchema& data_schema() {
           KeySpec::Int("fanout", 4, "synthetic: successors per token (sets the loss floor)")
               .range(1, 64),
       },
-      finalize,
+      finalize_data,
   };
   return s;
 }

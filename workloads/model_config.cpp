@@ -19,7 +19,7 @@ constexpr std::array<Preset, 3> kPresets{{
     {"gpt2-124m", 768, 12, 12, 1024, 50304},
 }};
 
-void finalize(config::Config& c) {
+void finalize_model(config::Config& c) {
   const std::string& p = c.str("model.preset");
   const Preset* preset = nullptr;
   for (const auto& q : kPresets)
@@ -65,7 +65,7 @@ const config::SectionSchema& model_schema() {
                              "training loss kernel: cross_entropy (LibTorch's, on fp32 logits) | "
                              "a plugin's"),
       },
-      finalize,
+      finalize_model,
   };
   return s;
 }

@@ -7,7 +7,6 @@
 #include "harness/cli/cli.h"
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
-#include "harness/compat/torch_compat.h"
 #include "harness/util/exit_codes.h"
 #include "harness/train/peak.h"
 #include "harness/runner.h"
@@ -78,7 +77,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       for (int t : o->threads)
         for (const auto& d : o->dtypes) {
           auto p = measure_gemm_peak(*variants::parse_compute(d), t, o->seconds);
-          store_cpu_peak(t, compat::torch_version(), d, p.flops,
+          store_cpu_peak(t, libtorch_version(), d, p.flops,
                          "square GEMM " + std::to_string(p.best_n));
           std::printf("%-5s %2d thread(s): %8.1f GFLOP/s (best at %dx%d)\n", d.c_str(), t,
                       p.flops / 1e9, p.best_n, p.best_n);

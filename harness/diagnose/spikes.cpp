@@ -76,12 +76,11 @@ size_t finite_before(const std::vector<double>& x, size_t i) {
   return n;
 }
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // The loss at one step against its local trend: rise = loss / trend - 1, and the robust z of
 // log(loss / trend) against the recent prediction errors. NaN where the step is not judged.
 struct Residual {
-  double trend = kNaN, rise = kNaN, z = kNaN;
+  static constexpr double kUnjudged = std::numeric_limits<double>::quiet_NaN();
+  double trend = kUnjudged, rise = kUnjudged, z = kUnjudged;
   bool judged() const { return std::isfinite(rise); }
 };
 

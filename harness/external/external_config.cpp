@@ -31,7 +31,7 @@ bool env_name_ok(const std::string& k) {
   return true;
 }
 
-void finalize(config::Config& c) {
+void finalize_external(config::Config& c) {
   const auto& cmd = c.strings("external.command");
   if (cmd.empty()) {  // Lockstep's own trainer: the other keys would be silently ignored
     const bool set[] = {c.has_value("external.workdir"), !c.table("external.env").empty(),
@@ -110,7 +110,7 @@ const config::SectionSchema& external_schema() {
               .range(0, 1e9)
               .kind(Knob::None),
       },
-      finalize,
+      finalize_external,
   };
   return s;
 }

@@ -12,7 +12,7 @@
 namespace lockstep::history {
 namespace {
 
-std::string now_utc() {
+std::string generated_at_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
@@ -123,7 +123,7 @@ Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions&
                     const std::string& history_path) {
   Report r;
   r.history_path = history_path;
-  r.generated_at = now_utc();
+  r.generated_at = generated_at_now();
   r.options = opt;
   if (r.options.metrics.empty())
     for (const auto& m : metric_infos()) r.options.metrics.push_back(m.key);

@@ -8,7 +8,7 @@
 namespace lockstep::train {
 namespace {
 
-void finalize(config::Config& c) {
+void finalize_optim(config::Config& c) {
   if (c.number("optim.min_lr") > c.number("optim.lr"))
     c.fail(c.is_set("optim.min_lr") || !c.is_set("optim.lr")
                ? "optim.min_lr"
@@ -37,7 +37,7 @@ const config::SectionSchema& optim_schema() {
                              "the AdamW update kernel: adamw (one fused pass on CPU fp32) | fused "
                              "(LibTorch's fused AdamW, CUDA) | a plugin's (`lockstep variants`)"),
       },
-      finalize,
+      finalize_optim,
   };
   return s;
 }

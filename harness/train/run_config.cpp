@@ -5,7 +5,7 @@
 namespace lockstep {
 namespace {
 
-void finalize(config::Config& c) {
+void finalize_run(config::Config& c) {
   if (!c.is_set("run.name")) {
     std::string stem = std::filesystem::path(c.path()).stem().string();
     c.resolve("run.name", stem.empty() ? std::string("run") : stem, "run.name");
@@ -62,7 +62,7 @@ const config::SectionSchema& run_schema() {
                         "static, then replay them (1 rank, zero_stage 0)")
               .kind(Knob::Exact),
       },
-      finalize,
+      finalize_run,
   };
   return s;
 }

@@ -14,7 +14,7 @@ namespace lockstep::reports {
 namespace {
 
 // The diagnosis page's own rules, on top of the shared page stylesheet (reports/html_page.h).
-const char* kCss = R"css(.banner.ok{background:var(--ok)}.banner.bad{background:var(--bad)}
+const char* kDiagnosisCss = R"css(.banner.ok{background:var(--ok)}.banner.bad{background:var(--bad)}
 .banner h1{font-size:24px;letter-spacing:normal}
 th.num{text-align:left}
 td.num{white-space:nowrap}
@@ -30,10 +30,11 @@ using namespace diagnose_text;
 std::string DiagnosisHtmlReporter::render(const diagnose::DiagnoseReport& r) const {
   std::ostringstream o;
   const bool events = !r.diagnoses.empty();
-  o << html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name), kCss)
+  o << html_page_begin("Lockstep diagnosis: " + (r.name.empty() ? r.run_dir : r.name),
+                       kDiagnosisCss)
     << "<header class=\"banner " << (events ? "bad" : "ok") << "\"><h1>"
     << (events || diagnose::loss_coverage(r.run, r.thresholds).none() ? events_text(r)
-                                                                       : std::string("No events"))
+                                                                      : std::string("No events"))
     << "</h1><p>" << html_escape(header_line(r)) << "</p></header>\n<main>\n";
   o << "<section><h2>Loss and step time</h2>\n";
   if (!events) o << "<p class=\"muted\">" << html_escape(no_event_text(r)) << ".</p>\n";

@@ -26,7 +26,7 @@ using history_text::short_commit;
 using history_text::short_time;
 
 // The history report's own rules, on top of the shared page stylesheet (reports/html_page.h).
-const char* kCss = R"css(:root{--drift:#7048e8}
+const char* kHistoryCss = R"css(:root{--drift:#7048e8}
 h2{margin-bottom:6px}
 h3{font-size:14px;margin:14px 0 4px}
 .pill{white-space:nowrap}
@@ -36,12 +36,6 @@ h3{font-size:14px;margin:14px 0 4px}
 .legend b.r{color:var(--bad)}.legend b.i{color:var(--ok)}.legend b.d{color:var(--drift)}.legend b.w{color:var(--warn)}
 )css";
 
-std::string td(const std::string& html, bool num = false) {
-  return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>";
-}
-std::string code(const std::string& s) {
-  return "<code>" + html_escape(s) + "</code>";
-}
 std::string commit(const std::string& c) {
   return "<code title=\"" + html_escape(c) + "\">" + html_escape(short_commit(c)) + "</code>";
 }
@@ -118,13 +112,15 @@ void drift_table(std::ostream& o, const Series& s) {
 }
 
 void series_section(std::ostream& o, const Series& s, size_t n, const ReportOptions& opt) {
-  o << "<section><h2>" << code(s.config_name) << " on " << html_escape(s.host)
+  o << "<section><h2>" << html_code(s.config_name) << " on " << html_escape(s.host)
     << " <span class=\"muted\">(" << html_escape(s.device) << ")</span></h2>\n<p class=\"muted\">"
-    << util::count_of(static_cast<long long>(s.points.size()), "run") << " from " << commit(s.points.front().git_commit) << " ("
+    << util::count_of(static_cast<long long>(s.points.size()), "run") << " from "
+    << commit(s.points.front().git_commit) << " ("
     << html_escape(short_time(s.points.front().recorded_at)) << ") to "
     << commit(s.points.back().git_commit) << " ("
     << html_escape(short_time(s.points.back().recorded_at)) << " UTC) · config hash "
-    << code(s.config_hash) << " · window: the last " << s.window_commits.size() << " commits</p>\n";
+    << html_code(s.config_hash) << " · window: the last " << s.window_commits.size()
+    << " commits</p>\n";
   o << "<table><tr><th>Metric</th><th class=\"num\">First</th><th "
        "class=\"num\">Latest</th><th>Flagged</th></tr>\n";
   for (const auto& m : s.metrics) {
@@ -159,11 +155,11 @@ std::string HistoryHtmlReporter::render(const history::Report& r) const {
   std::ostringstream o;
   const std::string verdict =
       r.exit_code ? std::to_string(r.regressions_in_window) + " regression(s)" : "no regression";
-  o << reports::html_page_begin("Lockstep history: " + verdict, kCss);
+  o << reports::html_page_begin("Lockstep history: " + verdict, kHistoryCss);
   banner(o, r);
   if (r.series.empty())
     o << "<section><p>No healthy runs recorded"
-      << (r.options.config.empty() ? "" : " for config " + code(r.options.config))
+      << (r.options.config.empty() ? "" : " for config " + html_code(r.options.config))
       << ".</p></section>\n";
   for (size_t i = 0; i < r.series.size(); ++i) series_section(o, r.series[i], i, r.options);
   o << "</main>\n<footer>Change points: binary segmentation with a median (L1) cost on log values "

@@ -13,16 +13,16 @@ using history::SeriesPoint;
 using history_text::describe;
 using history_text::too_few_runs;
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
-json number(double x) {
-  return std::isfinite(x) ? json(x) : json(nullptr);
+ojson number(double x) {
+  return std::isfinite(x) ? ojson(x) : ojson(nullptr);
 }
-json opt(const std::optional<double>& x) {
-  return x ? number(*x) : json(nullptr);
+ojson opt(const std::optional<double>& x) {
+  return x ? number(*x) : ojson(nullptr);
 }
 
-json point_json(const SeriesPoint& p) {
+ojson point_json(const SeriesPoint& p) {
   return {{"id", p.id},
           {"recorded_at", p.recorded_at},
           {"git_commit", p.git_commit},
@@ -34,14 +34,14 @@ json point_json(const SeriesPoint& p) {
           {"final_loss", number(p.final_loss)}};
 }
 
-json flag_json(const Flag& f) {
-  json j = {{"metric", f.metric},           {"index", f.index},
-            {"commit", f.commit},           {"previous_commit", f.previous_commit},
-            {"recorded_at", f.recorded_at}, {"before", number(f.before)},
-            {"after", number(f.after)}};
+ojson flag_json(const Flag& f) {
+  ojson j = {{"metric", f.metric},           {"index", f.index},
+             {"commit", f.commit},           {"previous_commit", f.previous_commit},
+             {"recorded_at", f.recorded_at}, {"before", number(f.before)},
+             {"after", number(f.after)}};
   if (f.kind == "speed") {
     j["size_pct"] = number(f.size_pct);
-    j["ci_pct"] = f.ci_lo && f.ci_hi ? json{number(*f.ci_lo), number(*f.ci_hi)} : json(nullptr);
+    j["ci_pct"] = f.ci_lo && f.ci_hi ? ojson{number(*f.ci_lo), number(*f.ci_hi)} : ojson(nullptr);
     j["p_value"] = opt(f.p_value);
     j["direction"] = f.regression ? "regression" : "improvement";
   } else {
@@ -59,9 +59,9 @@ json flag_json(const Flag& f) {
 
 std::string HistoryJsonReporter::render(const history::Report& r) const {
   const auto& o = r.options;
-  json series = json::array();
+  ojson series = ojson::array();
   for (const auto& s : r.series) {
-    json points = json::array(), changes = json::array(), drift = json::array();
+    ojson points = ojson::array(), changes = ojson::array(), drift = ojson::array();
     for (const auto& p : s.points) points.push_back(point_json(p));
     for (const auto& f : s.flags) (f.kind == "speed" ? changes : drift).push_back(flag_json(f));
     series.push_back({{"config_name", s.config_name},
@@ -76,25 +76,26 @@ std::string HistoryJsonReporter::render(const history::Report& r) const {
                       {"regressions_in_window", s.regressions_in_window},
                       {"points", points}});
   }
-  json j = {{"exit_code", r.exit_code},
-            {"regressions_in_window", r.regressions_in_window},
-            {"generated_at", r.generated_at},
-            {"history", r.history_path},
-            {"options",
-             {{"config", o.config.empty() ? json(nullptr) : json(o.config)},
-              {"metrics", o.metrics},
-              {"window", o.window},
-              {"loss_tolerance", o.loss_tolerance},
-              {"changepoint",
-               {{"method", "binary segmentation, L1 (median) cost on log values, permutation test"},
-                {"alpha", o.changepoint.alpha},
-                {"permutations", o.changepoint.permutations},
-                {"min_segment", o.changepoint.min_segment},
-                {"min_change_pct", o.changepoint.min_change_pct},
-                {"bootstrap", o.changepoint.bootstrap},
-                {"level", o.changepoint.level}}}}},
-            {"series", series}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  ojson j = {
+      {"exit_code", r.exit_code},
+      {"regressions_in_window", r.regressions_in_window},
+      {"generated_at", r.generated_at},
+      {"history", r.history_path},
+      {"options",
+       {{"config", o.config.empty() ? ojson(nullptr) : ojson(o.config)},
+        {"metrics", o.metrics},
+        {"window", o.window},
+        {"loss_tolerance", o.loss_tolerance},
+        {"changepoint",
+         {{"method", "binary segmentation, L1 (median) cost on log values, permutation test"},
+          {"alpha", o.changepoint.alpha},
+          {"permutations", o.changepoint.permutations},
+          {"min_segment", o.changepoint.min_segment},
+          {"min_change_pct", o.changepoint.min_change_pct},
+          {"bootstrap", o.changepoint.bootstrap},
+          {"level", o.changepoint.level}}}}},
+      {"series", series}};
+  return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace lockstep::reports

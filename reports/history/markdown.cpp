@@ -20,28 +20,8 @@ using history_text::format_value;
 using history_text::short_commit;
 using history_text::short_time;
 
-std::string row(const std::vector<std::string>& cells) {
-  std::string out = "|";
-  for (const auto& c : cells) out += " " + c + " |";
-  return out + "\n";
-}
-
-// A code span: its text is literal (no escapes) except that pipes would still split a table cell.
-std::string code(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '`' || c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return "`" + out + "`";
-}
-
 std::string commit_cell(const std::string& c) {
-  return code(short_commit(c));
+  return markdown_code(short_commit(c));
 }
 
 }  // namespace
@@ -60,53 +40,57 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
   o << r.series.size() << " series (config × machine), "
     << util::count_of(static_cast<long long>(runs), "run") << " · generated "
     << r.generated_at;
-  if (!r.history_path.empty()) o << " · " << code(r.history_path);
+  if (!r.history_path.empty()) o << " · " << markdown_code(r.history_path);
   o << "\n\n";
   if (r.series.empty())
     o << "No healthy runs recorded"
-      << (r.options.config.empty() ? "" : " for config " + code(r.options.config)) << ".\n";
+      << (r.options.config.empty() ? "" : " for config " + markdown_code(r.options.config))
+      << ".\n";
 
   for (const auto& s : r.series) {
-    o << "### " << code(s.config_name) << " on " << markdown_escape(s.host) << " ("
-      << markdown_escape(s.device) << ")\n\nconfig hash " << code(s.config_hash) << " · "
-      << util::count_of(static_cast<long long>(s.points.size()), "run") << ", commits " << commit_cell(s.points.front().git_commit) << " … "
+    o << "### " << markdown_code(s.config_name) << " on " << markdown_escape(s.host) << " ("
+      << markdown_escape(s.device) << ")\n\nconfig hash " << markdown_code(s.config_hash) << " · "
+      << util::count_of(static_cast<long long>(s.points.size()), "run") << ", commits "
+      << commit_cell(s.points.front().git_commit) << " … "
       << commit_cell(s.points.back().git_commit) << " ("
       << markdown_escape(short_time(s.points.front().recorded_at)) << " … "
       << markdown_escape(short_time(s.points.back().recorded_at)) << " UTC)\n\n";
-    o << row({"Metric", "Latest", "Flagged changes"}) << "|---|--:|---|\n";
+    o << markdown_row({"Metric", "Latest", "Flagged changes"}) << "|---|--:|---|\n";
     for (const auto& m : s.metrics) {
       size_t n = 0;
       for (const auto& f : s.flags) n += f.metric == m.metric;
-      o << row({metric_info(m.metric).label,
-                m.value.empty() ? "n/a" : format_value(m.metric, m.value.back()),
-                n ? std::to_string(n) : "none"});
+      o << markdown_row({metric_info(m.metric).label,
+                         m.value.empty() ? "n/a" : format_value(m.metric, m.value.back()),
+                         n ? std::to_string(n) : "none"});
     }
     bool speed = false, drift = false;
     for (const auto& f : s.flags) (f.kind == "speed" ? speed : drift) = true;
     if (speed) {
       o << "\n**Speed changes**\n\n"
-        << row({"", "Metric", "First commit after", "Size", "95% CI", "Before → after", "Window"})
+        << markdown_row(
+               {"", "Metric", "First commit after", "Size", "95% CI", "Before → after", "Window"})
         << "|---|---|---|--:|--:|--:|---|\n";
       for (const auto& f : s.flags) {
         if (f.kind != "speed") continue;
-        o << row({f.regression ? "🔻 regression" : "🟢 improvement", metric_info(f.metric).label,
-                  commit_cell(f.commit), "**" + format_pct(f.size_pct) + "**",
-                  f.ci_lo && f.ci_hi
-                      ? "[" + format_pct(*f.ci_lo) + ", " + format_pct(*f.ci_hi) + "]"
-                      : "-",
-                  format_value(f.metric, f.before) + " → " + format_value(f.metric, f.after),
-                  f.in_window ? "**yes**" : "no"});
+        o << markdown_row(
+            {f.regression ? "🔻 regression" : "🟢 improvement", metric_info(f.metric).label,
+             commit_cell(f.commit), "**" + format_pct(f.size_pct) + "**",
+             f.ci_lo && f.ci_hi ? "[" + format_pct(*f.ci_lo) + ", " + format_pct(*f.ci_hi) + "]"
+                                : "-",
+             format_value(f.metric, f.before) + " → " + format_value(f.metric, f.after),
+             f.in_window ? "**yes**" : "no"});
       }
     }
     if (drift) {
       o << "\n**Loss drift** (final loss at the same config and seed moved: a numerics change)\n\n"
-        << row({"", "First commit after", "Previous commit", "Before → after", "Δ", "Window"})
+        << markdown_row(
+               {"", "First commit after", "Previous commit", "Before → after", "Δ", "Window"})
         << "|---|---|---|--:|--:|---|\n";
       for (const auto& f : s.flags) {
         if (f.kind != "loss drift") continue;
         char delta[48];
         std::snprintf(delta, sizeof delta, "%+.3g", f.delta);
-        o << row(
+        o << markdown_row(
             {f.regression ? "🔻 worse" : "🟣 better",
              commit_cell(f.commit) + (f.note.empty() ? "" : " (" + markdown_escape(f.note) + ")"),
              commit_cell(f.previous_commit),

@@ -16,26 +16,19 @@ using namespace scale_text;
 using text::fixed;
 
 // The scaling report's own rules, on top of the shared page stylesheet (reports/html_page.h).
-const char* kCss = R"css(.banner.pass{background:#1864ab}
+const char* kScaleCss = R"css(.banner.pass{background:#1864ab}
 .big{font-size:22px;font-weight:700}
 .skip{color:var(--muted);font-style:italic}span.fail{color:var(--bad);font-weight:600}
 figure{max-width:900px}
 details summary{cursor:pointer;font-weight:600}
 )css";
 
-std::string td(const std::string& html, bool num = false) {
-  return num ? "<td class=\"num\">" + html + "</td>" : "<td>" + html + "</td>";
-}
-std::string th(const std::string& s, bool num = false) {
-  return num ? "<th class=\"num\">" + s + "</th>" : "<th>" + s + "</th>";
-}
-
 }  // namespace
 
 std::string ScaleHtmlReporter::render(const scale::ScaleResult& r) const {
   std::ostringstream o;
   const bool ok = r.exit_code == 0;
-  o << html_page_begin("Lockstep scaling: " + r.name, kCss);
+  o << html_page_begin("Lockstep scaling: " + r.name, kScaleCss);
   o << "<div class=\"banner " << (ok ? "pass" : "fail") << "\"><h1>Scaling: " << html_escape(r.name)
     << (ok ? "" : " — a run failed") << "</h1><p><code style=\"color:#fff;background:transparent\">"
     << html_escape(r.config) << "</code> · " << html_escape(modes_text(r))
