@@ -14,9 +14,9 @@
 // with exit 3 naming the slot and the step); all arithmetic and every sum in fp32. Under
 // `[precision] compute = "bf16"` (CUDA autocast) the GEMM's output is bf16, so bias + GELU reads
 // and writes bf16 (the bias, an fp32 parameter, is read as fp32) and LayerNorm writes bf16, the
-// dtype the next GEMM would cast its fp32 output to anyway (one pass less; the bits the GEMM sees
-// are the same). Parameter gradients are computed in fp32 (autograd casts them to the
-// parameter's dtype).
+// dtype the next GEMM would cast LibTorch's fp32 output to anyway (rounded to nearest even, as
+// that cast does: one pass less). Parameter gradients are computed in fp32 (autograd casts them
+// to the parameter's dtype).
 //
 // Knob class: approximate, both. The built-in "gelu" adds the bias inside the GEMM (cuBLAS's
 // epilogue, rounded to bf16 under autocast before the GELU); here the bias is added in fp32 after
@@ -92,6 +92,7 @@ struct BiasGelu : torch::autograd::Function<BiasGelu> {
     RECORD_FUNCTION("fused_cuda::bias_gelu_backward", std::vector<c10::IValue>());
     const auto s = ctx->get_saved_variables();
     const auto &h = s[0], &b = s[1];
+    if (!grads[0].defined()) return {Tensor(), Tensor()};
     const auto dy = grads[0].to(h.scalar_type()).contiguous();  // (N, M)
     const int64_t N = h.size(0), M = h.size(1);
     auto du = torch::empty_like(h);  // (N, M)
@@ -146,6 +147,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     const auto s = ctx->get_saved_variables();
     const auto &x = s[0], &w = s[1], &mean = s[2], &rstd = s[3];
     auto dy = grads[0];
+    if (!dy.defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
     if (dy.scalar_type() != torch::kFloat && dy.scalar_type() != torch::kBFloat16)
       dy = dy.to(torch::kFloat);
     dy = dy.contiguous();
