@@ -84,13 +84,29 @@ if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; th
   targets+=(fused_cuda_tests)
   cuda_plugin=$BUILD/examples/plugins/fused_cuda/libfused_cuda.so
 fi
-cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2 ||
-  { say "build failed"; exit 2; }
+plugin_pid=""
 if [ -n "$cuda_plugin" ]; then
-  "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda >&2 ||
-    { say "the fused_cuda plugin did not build"; exit 2; }
+  # Out of tree against the SDK, which the configured build installs (no lockstep binary needed):
+  # alongside the main build (nvcc is mostly one process), for this GPU's architecture only.
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 || true)
+  plugin_env=()
+  [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] &&
+    plugin_env=("TORCH_CUDA_ARCH_LIST=$arch")
+  env "${plugin_env[@]}" "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda \
+    > "$BUILD/gpu-check-plugin.log" 2>&1 &
+  plugin_pid=$!
 else
   say "LibTorch without CUDA: the fused_cuda plugin is not built"
+fi
+if ! cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2; then
+  [ -n "$plugin_pid" ] && kill "$plugin_pid" 2>/dev/null
+  say "build failed"
+  exit 2
+fi
+if [ -n "$plugin_pid" ] && ! wait "$plugin_pid"; then
+  cat "$BUILD/gpu-check-plugin.log" >&2
+  say "the fused_cuda plugin did not build"
+  exit 2
 fi
 build_s=$SECONDS
 say "built in ${build_s} s"
