@@ -2,11 +2,15 @@
 # The GPU check (issue 17): one prepared script for a machine with one NVIDIA GPU, <= 8 minutes.
 #
 #   1. builds `lockstep` and the in-process CUDA tests against the machine's PyTorch LibTorch
-#      (LOCKSTEP_TORCH_DIR, else python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-#   2. runs the test suite's CUDA-labelled tests (ctest -L cuda)
+#      (LOCKSTEP_TORCH_DIR, else python3 -c 'import torch;print(torch.utils.cmake_prefix_path)'),
+#      and on a CUDA LibTorch the CUDA example plugin examples/plugins/fused_cuda (nvcc, against
+#      the installed plugin SDK)
+#   2. runs the test suite's CUDA-labelled tests (ctest -L cuda; with the plugin's kernels against
+#      LibTorch's ops)
 #   3. gpt2-124m on the GPU: fp32 vs tf32, bf16 vs bf16 + fused attention, bf16 vs bf16 + fused
 #      AdamW, bf16 vs bf16 + CUDA graphs (four `lockstep compare`), fp16 with dynamic loss scaling and a 1-rank NCCL group
-#      (two `lockstep run`), and a determinism check (two runs, loss curves bitwise equal)
+#      (two `lockstep run`), a determinism check (two runs, loss curves bitwise equal), and last,
+#      so it never displaces those, bf16 vs bf16 + the fused_cuda plugin's kernels (a fifth compare)
 #   4. prints tokens/s, MFU, P99, the SDPA backend and each verdict, and writes them as one
 #      Markdown block ready for bench/RESULTS.md: OUT_DIR/gpu-check.md (also on stdout)
 #
@@ -63,6 +67,8 @@ if [ -n "$torch_dir" ]; then
   nvcc=$(command -v nvcc || true)
   [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] && nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
   [ -n "$nvcc" ] && cmake_args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$nvcc")")")
+  # The CUDA plugin's own CMake project finds nvcc through CUDACXX.
+  [ -n "$nvcc" ] && [ -z "${CUDACXX:-}" ] && export CUDACXX=$nvcc
 else
   say "no PyTorch found (python3 -c 'import torch'): building with the system LibTorch"
 fi
@@ -71,8 +77,37 @@ command -v ninja >/dev/null && cmake_args+=(-G Ninja)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD" "${cmake_args[@]}" >&2 || { say "cmake could not configure the build"; exit 2; }
 fi
-cmake --build "$BUILD" --target lockstep cuda_path_tests --parallel "$(nproc)" >&2 ||
-  { say "build failed"; exit 2; }
+targets=(lockstep cuda_path_tests)
+# A CUDA LibTorch: the CUDA example plugin (its kernel tests are in the build's test list).
+cuda_plugin=""
+if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
+  targets+=(fused_cuda_tests)
+  cuda_plugin=$BUILD/examples/plugins/fused_cuda/libfused_cuda.so
+fi
+plugin_pid=""
+if [ -n "$cuda_plugin" ]; then
+  # Out of tree against the SDK, which the configured build installs (no lockstep binary needed):
+  # alongside the main build (nvcc is mostly one process), for this GPU's architecture only.
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 || true)
+  plugin_env=()
+  [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] &&
+    plugin_env=("TORCH_CUDA_ARCH_LIST=$arch")
+  env "${plugin_env[@]}" "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda \
+    > "$BUILD/gpu-check-plugin.log" 2>&1 &
+  plugin_pid=$!
+else
+  say "LibTorch without CUDA: the fused_cuda plugin is not built"
+fi
+if ! cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2; then
+  [ -n "$plugin_pid" ] && kill "$plugin_pid" 2>/dev/null
+  say "build failed"
+  exit 2
+fi
+if [ -n "$plugin_pid" ] && ! wait "$plugin_pid"; then
+  cat "$BUILD/gpu-check-plugin.log" >&2
+  say "the fused_cuda plugin did not build"
+  exit 2
+fi
 build_s=$SECONDS
 say "built in ${build_s} s"
 
@@ -163,6 +198,12 @@ if [ -f "$OUT/determinism_a.loss" ] && [ -f "$OUT/determinism_b.loss" ]; then
     status=1
   fi
 fi
+if [ -n "$cuda_plugin" ]; then
+  compare bf16_vs_fused_cuda configs/variants/bf16.toml configs/variants/fused_cuda.toml \
+    --set-variant "plugins.load=[\"$cuda_plugin\"]"
+else
+  skipped+=("bf16_vs_fused_cuda (no CUDA plugin built)")
+fi
 
 # --- 4. the Markdown block ------------------------------------------------------------------------
 GPU_CHECK_OUT=$OUT GPU_CHECK_TESTS=$tests GPU_CHECK_DETERMINISM=$determinism \
@@ -189,7 +230,8 @@ rows = []
 for name, label in [("fp32_vs_tf32", "fp32 vs tf32"),
                     ("bf16_vs_fused_attention", "bf16 vs bf16 + fused attention"),
                     ("bf16_vs_fused_adamw", "bf16 vs bf16 + fused AdamW"),
-                    ("bf16_vs_cuda_graphs", "bf16 vs bf16 + CUDA graphs")]:
+                    ("bf16_vs_cuda_graphs", "bf16 vs bf16 + CUDA graphs"),
+                    ("bf16_vs_fused_cuda", "bf16 vs bf16 + fused_cuda plugin (bias+GELU, LayerNorm)")]:
     r = load(os.path.join(out, name, "report.json"))
     if r is None:
         rows.append("| %s | not run (see %s.log) | | | | | | |" % (label, name))
