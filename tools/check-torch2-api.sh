@@ -170,13 +170,13 @@ done
 # A batch that fails only because two of its sources clash when included together (two
 # anonymous-namespace helpers of one name) ends in sources that each compile alone: it passes, and
 # the output says which batch had to be split. Batches, per pass: the project's LibTorch sources;
-# each example plugin (each defines lockstep_plugin_init); the in-process CUDA test; the
+# each example plugin (each defines lockstep_plugin_init); the in-process CUDA tests; the
 # LibTorch-free sources (cuda pass) by folder.
 batch_of() {  # file -> batch label
   local f=$1
   case "$f" in
     examples/plugins/*) f=${f#examples/plugins/}; echo "plugin-${f%%/*}" ;;
-    tests/*) echo "test-$(basename "$f" .cpp)" ;;
+    tests/*) echo tests ;;
     *) if [ -n "${is_torch[$f]:-}" ]; then echo torch; else echo "free-$(dirname "$f" | tr / -)"; fi ;;
   esac
 }
