@@ -77,7 +77,7 @@ TEST(PluginCli, AnUnknownNameIsAConfigErrorListingTheRegisteredNames) {
   auto r2 = run_lockstep({"config", "show", cfg2}, tmp.path());
   EXPECT_EQ(r2.exit_code, 2) << r2.output;
   EXPECT_NE(r2.output.find("optim.impl: \"cpu_adamv\" is not a registered optimizer (registered: "
-                           "adamw, cpu_adamw) (did you mean \"cpu_adamw\"?)"),
+                           "adamw, fused, cpu_adamw) (did you mean \"cpu_adamw\"?)"),
             std::string::npos)
       << r2.output;
   // A plugin's names exist only for the configs that load it.
