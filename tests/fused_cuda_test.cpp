@@ -8,6 +8,7 @@
 
 #include "harness/compat/torch_compat.h"
 #include "harness/kernels/registry.h"
+#include "kernel_check.h"
 
 // CMake defines it (the plugin's build folder); the CUDA header check compiles this file without.
 #ifndef FUSED_CUDA_SO
@@ -16,6 +17,7 @@
 
 using namespace lockstep;
 using torch::Tensor;
+using lockstep::testing::rel_err;
 
 namespace {
 
@@ -44,19 +46,6 @@ struct Bf16Autocast {
   bool on_;
 };
 
-// max |a - b| / (max |b| + tiny): a relative error over the whole tensor.
-double rel_err(const Tensor& a, const Tensor& b) {
-  auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
-  return (a64 - b64).abs().max().item<double>() / (b64.abs().max().item<double>() + 1e-30);
-}
-
-// Leaf copies on the GPU that require grad.
-std::vector<Tensor> leaves(std::initializer_list<Tensor> ts) {
-  std::vector<Tensor> out;
-  for (const auto& t : ts) out.push_back(t.detach().to(torch::kCUDA).clone().requires_grad_(true));
-  return out;
-}
-
 // fp32: a few ulp of the largest value; bf16: 8 significant bits (2^-8 = 0.4%), and a value one
 // rounding apart from LibTorch's shows as that.
 constexpr double kF32 = 1e-5, kBF16 = 1.6e-2;
@@ -72,7 +61,7 @@ TEST_F(FusedCuda, BiasGeluMatchesLibTorchForwardAndBackward) {
   const auto x0 = torch::randn({1000, 64}), w0 = torch::randn({200, 64}) * 0.2,
              b0 = torch::randn({200}), dy = torch::randn({1000, 200}).to(torch::kCUDA);
   for (bool bf16 : {false, true}) {
-    auto a = leaves({x0, w0, b0}), r = leaves({x0, w0, b0});
+    auto a = lockstep::testing::leaves({x0, w0, b0}, torch::kCUDA), r = lockstep::testing::leaves({x0, w0, b0}, torch::kCUDA);
     Tensor ya, yr;
     {
       Bf16Autocast ac(bf16);
@@ -102,7 +91,7 @@ TEST_F(FusedCuda, LayerNormMatchesLibTorchForwardAndBackward) {
   const auto x0 = torch::randn({5, 300, 136}) * 3 + 1, w0 = torch::randn({136}),
              b0 = torch::randn({136}), dy = torch::randn({5, 300, 136}).to(torch::kCUDA);
   for (bool bf16 : {false, true}) {
-    auto a = leaves({x0, w0, b0}), r = leaves({x0, w0, b0});
+    auto a = lockstep::testing::leaves({x0, w0, b0}, torch::kCUDA), r = lockstep::testing::leaves({x0, w0, b0}, torch::kCUDA);
     Tensor ya, yr;
     {
       Bf16Autocast ac(bf16);
@@ -151,7 +140,7 @@ TEST_F(FusedCuda, GradientsAreBitwiseReproducible) {
              b0 = torch::randn({512}), lw0 = torch::randn({128}), lb0 = torch::randn({128});
   std::vector<std::vector<Tensor>> grads;
   for (int run = 0; run < 2; ++run) {
-    auto p = leaves({x0, w0, b0, lw0, lb0});
+    auto p = lockstep::testing::leaves({x0, w0, b0, lw0, lb0}, torch::kCUDA);
     Bf16Autocast ac(true);
     const auto h = ln(p[0], p[3], p[4], 1e-5).view({-1, 128});  // (2048, 128)
     gelu(h, p[1], p[2]).to(torch::kFloat).square().sum().backward();

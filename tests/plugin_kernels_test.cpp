@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include "harness/kernels/registry.h"
+#include "kernel_check.h"
 
 using namespace lockstep;
 using torch::Tensor;
+using lockstep::testing::rel_err;
 
 namespace {
 
@@ -38,19 +40,6 @@ struct Bf16Autocast {
   bool on_;
 };
 
-// max |a - b| / (max |b| + tiny): a relative error over the whole tensor.
-double rel_err(const Tensor& a, const Tensor& b) {
-  auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
-  return (a64 - b64).abs().max().item<double>() / (b64.abs().max().item<double>() + 1e-30);
-}
-
-// Leaf copies that require grad.
-std::vector<Tensor> leaves(std::initializer_list<Tensor> ts) {
-  std::vector<Tensor> out;
-  for (const auto& t : ts) out.push_back(t.detach().clone().requires_grad_(true));
-  return out;
-}
-
 // Tolerances: fp32 kernels agree to a few ulp of the largest value; bf16 results are rounded to
 // 8 significant bits (2^-8 = 0.4%), and a value one rounding apart from LibTorch's shows as that.
 constexpr double kF32 = 1e-5, kBF16 = 1.6e-2;
@@ -64,7 +53,7 @@ TEST_F(FusedCpu, BiasGeluMatchesLibTorchForwardAndBackward) {
   const auto x0 = torch::randn({300, 64}), w0 = torch::randn({256, 64}) * 0.2,
              b0 = torch::randn({256}), dy = torch::randn({300, 256});  // rows not a multiple of 64
   for (bool bf16 : {false, true}) {
-    auto a = leaves({x0, w0, b0}), r = leaves({x0, w0, b0});
+    auto a = lockstep::testing::leaves({x0, w0, b0}), r = lockstep::testing::leaves({x0, w0, b0});
     Tensor ya, yr;
     {
       Bf16Autocast ac(bf16);
@@ -88,7 +77,7 @@ TEST_F(FusedCpu, LayerNormMatchesLibTorchForwardAndBackward) {
   const auto x0 = torch::randn({5, 37, 136}) * 3 + 1, w0 = torch::randn({136}),
              b0 = torch::randn({136}), dy = torch::randn({5, 37, 136});  // C not a multiple of 16
   for (bool bf16 : {false, true}) {
-    auto a = leaves({x0, w0, b0}), r = leaves({x0, w0, b0});
+    auto a = lockstep::testing::leaves({x0, w0, b0}), r = lockstep::testing::leaves({x0, w0, b0});
     Tensor ya, yr;
     {
       Bf16Autocast ac(bf16);
@@ -113,7 +102,7 @@ TEST_F(FusedCpu, CrossEntropyMatchesLibTorchForwardAndBackward) {
   torch::manual_seed(3);
   const auto logits0 = torch::randn({200, 520}) * 4, targets = torch::randint(0, 520, {200});
   for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    auto a = leaves({logits0.to(dtype)}), r = leaves({logits0.to(dtype)});
+    auto a = lockstep::testing::leaves({logits0.to(dtype)}), r = lockstep::testing::leaves({logits0.to(dtype)});
     auto la = ours(a[0], targets), lr = ref(r[0], targets);
     EXPECT_EQ(la.scalar_type(), torch::kFloat);
     EXPECT_EQ(la.dim(), 0);
@@ -136,8 +125,8 @@ TEST_F(FusedCpu, CausalAttentionMatchesLibTorchForwardAndBackward) {
     for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
       const auto q0 = torch::randn(shape), k0 = torch::randn(shape), v0 = torch::randn(shape),
                  dy = torch::randn(shape).to(dtype);
-      auto a = leaves({q0.to(dtype), k0.to(dtype), v0.to(dtype)}),
-           r = leaves({q0.to(dtype), k0.to(dtype), v0.to(dtype)});
+      auto a = lockstep::testing::leaves({q0.to(dtype), k0.to(dtype), v0.to(dtype)}),
+           r = lockstep::testing::leaves({q0.to(dtype), k0.to(dtype), v0.to(dtype)});
       auto ya = ours(a[0], a[1], a[2]), yr = ref(r[0], r[1], r[2]);
       ASSERT_EQ(ya.scalar_type(), dtype);
       ASSERT_EQ(ya.sizes(), q0.sizes());
