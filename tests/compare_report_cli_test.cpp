@@ -140,9 +140,9 @@ TEST(CompareWorkload, ABatchSizeChangeIsTimedWithNoAlignmentVerdict) {
   EXPECT_TRUE(rep["delta"]["tokens_per_sec_pct"]["value"].is_number());
   bool said = false;
   for (const auto& w : rep["warnings"])
-    said = said || has(w, "workload change: the variant changes the workload itself "
-                          "(data.batch_size)") &&
-                       has(w, "the verdict rests on the timing checks only");
+    said = said || (has(w, "workload change: the variant changes the workload itself "
+                           "(data.batch_size)") &&
+                    has(w, "the verdict rests on the timing checks only"));
   EXPECT_TRUE(said) << rep["warnings"].dump();
   EXPECT_TRUE(has(r.output, "Alignment (not applicable: the workload changed, loss at step 20, "
                             "not judged)"))
