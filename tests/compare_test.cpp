@@ -596,12 +596,13 @@ TEST(TailStatistic, AMaximumIsCalledAMaximum) {
   EXPECT_EQ(enough.q, 99);
   EXPECT_EQ(tail_statistic(999, 1200, 1000).label, "max of 999/1200 steps");  // the smaller arm
   EXPECT_EQ(tail_statistic(150, 150, 100).label, "P99");  // a lower p99_min_samples
+  EXPECT_EQ(tail_statistic(950, 950, 900).label, "P99");  // the defaults: 5 x 190 vs 900
 
   auto r = timed_result();
   r.tail = few;
   gate::apply(r);
   const std::string& d = find(r, "p99 latency")->detail;
-  EXPECT_NE(d.find("step time max of 150 steps per arm (too few for a P99: it needs 1000)"),
+  EXPECT_NE(d.find("step time max of 150 steps per arm (too few for a P99: it needs 900)"),
             std::string::npos)
       << d;
   EXPECT_EQ(d.find("P99 step time"), std::string::npos) << d;
@@ -710,9 +711,16 @@ TEST(GateVerdict, OnInconclusiveAndTheTailThresholdArePolicyKeys) {
   const std::string base = std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml";
   const auto defaults = gate::Policy::from(config::Config::load(base));
   EXPECT_EQ(defaults.on_inconclusive, "pass");
-  EXPECT_EQ(defaults.timing_steps, 200);  // 5 x 200: a P99 exists by default
-  EXPECT_EQ(defaults.p99_min_samples, 1000);
-  EXPECT_GE(defaults.repeats * defaults.timing_steps, defaults.p99_min_samples);
+  EXPECT_EQ(defaults.timing_steps, 200);
+  EXPECT_EQ(defaults.p99_min_samples, 900);
+  // A P99 exists by default: a repeat of the shipped 200-step config times 200 - 5 warmup - 5
+  // profiled = 190 steps (it never runs past run.steps), and 5 x 190 = 950 >= 900.
+  const auto cfg = config::Config::load(base);
+  const int64_t fit = std::min(defaults.timing_steps, cfg.integer("run.steps") -
+                                                          cfg.integer("run.warmup_steps") -
+                                                          cfg.integer("profile.window"));
+  EXPECT_EQ(fit, 190);
+  EXPECT_GE(defaults.repeats * fit, defaults.p99_min_samples);
   const auto strict = gate::Policy::from(
       config::Config::load(base, {"gate.on_inconclusive=\"fail\"", "gate.p99_min_samples=500"}));
   EXPECT_EQ(strict.on_inconclusive, "fail");

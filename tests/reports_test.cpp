@@ -221,7 +221,7 @@ TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
   EXPECT_EQ(j["power"]["p99_mde_pct"], 27.5);
   EXPECT_EQ(j["power"]["p50_mde_pct"], 1.84);
   EXPECT_EQ(j["policy"]["on_inconclusive"], "pass");
-  EXPECT_EQ(j["policy"]["p99_min_samples"], 1000);
+  EXPECT_EQ(j["policy"]["p99_min_samples"], 900);
   EXPECT_EQ(j["policy"]["timing_steps"], 200);
   EXPECT_EQ(j["checks"][0]["verdict"], "pass");  // from `passed` (loss alignment)
   EXPECT_EQ(j["checks"][1]["verdict"], "fail");  // from `passed` (the fixture's failed P99)

@@ -138,8 +138,8 @@ inline std::string verdict_of(const Check& c) {
 
 // The statistic the tail-latency check uses. A 99th percentile of n <= 100 steps interpolates
 // between the two slowest, of 150 between the 3rd and 2nd slowest; from [gate] p99_min_samples pooled
-// steps per arm (default 1000: 10 steps above it) it is the P99, below that the maximum, and the
-// reports say which.
+// steps per arm (default 900: at least 9 steps above it) it is the P99, below that the maximum,
+// and the reports say which.
 struct TailStatistic {
   double q = 99;               // the percentile the check computes: 99, or 100 (the maximum)
   int64_t n_baseline = 0, n_variant = 0;  // pooled timed steps per arm

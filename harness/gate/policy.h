@@ -14,12 +14,14 @@ struct Policy {
   int64_t check_step = 0;     // 0 = the last step
   int64_t seeds = 2;          // extra baseline seeds for the band (approximate knobs)
   int64_t repeats = 5;        // timing repeats per arm (interleaved A B B A ...)
-  // Timed steps per repeat (after run.warmup_steps): 5 repeats x 200 = 1000 pooled steps per arm,
-  // the fewest for which the 99th percentile is one (10 steps above it), not the maximum.
+  // Timed steps per repeat (after run.warmup_steps and the profiled window). A repeat replays the
+  // first steps of the full run, so it never runs past run.steps: a 200-step config times 190
+  // steps per repeat, 5 x 190 = 950 pooled per arm, enough for a P99 (p99_min_samples).
   int64_t timing_steps = 200;
-  // Pooled timed steps per arm from which the tail check uses (and names) the P99; below it the
-  // tail check uses the maximum and says so ("max of 150 steps").
-  int64_t p99_min_samples = 1000;
+  // Pooled timed steps per arm from which the tail check uses (and names) the P99: 900 leaves at
+  // least 9 steps above it. Below it the tail check uses the maximum and says so ("max of 150
+  // steps").
+  int64_t p99_min_samples = 900;
   double alpha = 0.05;        // significance level (Mann-Whitney U, two-sided)
   int64_t bootstrap = 2000;   // bootstrap resamples for the confidence intervals
   double max_p99_regression_pct = 0;
