@@ -95,13 +95,15 @@ Plot latency_plot(const compare::CompareResult& r) {
     plot += std::string(plot.empty() ? "plot " : ", ") + "'" + file +
             "' using 1:2 with steps lw 2 lc rgb '" + color + "'" + (is_base ? "" : " dt (8,5)") +
             " title " + arm_title(*arm, is_base ? "baseline" : "variant");
-    // P50 and P99 as marked points with their values.
+    // P50 and the tail statistic (P99, or the maximum when too few steps for a P99) as marked
+    // points with their values.
     struct Mark {
       const char* name;
       double x, y;
     };
-    for (const Mark& m :
-         {Mark{"P50", arm->step_ms.p50, 0.5}, Mark{"P99", arm->step_ms.p99, 0.99}}) {
+    for (const Mark& m : {Mark{"P50", arm->step_ms.p50, 0.5},
+                          r.tail.is_p99() ? Mark{"P99", arm->step_ms_tail, 0.99}
+                                          : Mark{"max", arm->step_ms_tail, 1.0}}) {
       const std::string q = m.name;
       const double x = m.x, y = m.y;
       if (!std::isfinite(x)) continue;

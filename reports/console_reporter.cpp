@@ -136,13 +136,18 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
         {{"", "baseline", "variant", "delta", "95% CI", "p", ""},
          delta_cells("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
                      r.delta.tokens_per_sec_pct, "%"),
-         delta_cells("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts"),
-         delta_cells("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+         delta_cells(text::mfu_own_label(), text::percent(b.mfu), text::percent(v.mfu),
+                     r.delta.mfu_pts, " pts"),
+         delta_cells(text::mfu_common_label(), text::percent(b.mfu_common),
+                     text::percent(v.mfu_common), r.delta.mfu_common_pts, " pts"),
+         delta_cells(text::p50_label(r), fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
                      r.delta.p50_ms_pct, "%"),
-         delta_cells("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
+         delta_cells(text::tail_label(r), fixed(b.step_ms_tail, 2), fixed(v.step_ms_tail, 2),
                      r.delta.p99_ms_pct, "%"),
          {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
           human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
+  if (const auto note = text::common_peak_note(r); !note.empty()) o << "  " << note << "\n";
+  if (const auto mde = text::power_summary(r); !mde.empty()) o << "  " << mde << "\n";
   if (r.too_few_repeats)
     o << "  ! too few repeats for a significance test: deltas are indicative only\n";
   if (r.determinism.checked)
@@ -175,11 +180,16 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
 
   o << "\nChecks\n";
   std::vector<std::vector<std::string>> checks;
-  for (const auto& c : r.checks)
-    checks.push_back(
-        {(unicode_ ? (c.passed ? "✔ " : "✘ ") : (c.passed ? "[ ok ] " : "[FAIL] ")) + c.name,
-         c.detail});
+  for (const auto& c : r.checks) {
+    const bool unsure = compare::verdict_of(c) == "inconclusive";
+    const std::string mark = unicode_ ? (unsure ? "? " : c.passed ? "✔ " : "✘ ")
+                                      : (unsure ? (c.passed ? "[ ?? ] " : "[FAIL?] ")
+                                                : c.passed ? "[ ok ] " : "[FAIL] ");
+    checks.push_back({mark + c.name, c.detail});
+  }
   o << (checks.empty() ? "  (none)\n" : table(checks));
+  if (const auto unsure = text::inconclusive_summary(r); !unsure.empty())
+    o << "  " << unsure << "\n";
 
   o << "\nPolicy" << (r.policy_source.empty() ? "" : " (" + r.policy_source + ")") << "\n";
   for (const auto& line : text::lines(r.policy.describe())) o << "  " << line << "\n";

@@ -145,17 +145,22 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
                       r.delta.tokens_per_sec_pct, "%")
     << "<tr>" << td("<span class=\"muted\">tokens/s 95% CI</span>") << td(ci(b), true)
     << td(ci(v), true) << "<td colspan=\"4\"></td></tr>\n"
-    << delta_html_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts, " pts")
-    << delta_html_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
-                      r.delta.p50_ms_pct, "%")
-    << delta_html_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                      r.delta.p99_ms_pct, "%")
+    << delta_html_row(text::mfu_own_label(), text::percent(b.mfu), text::percent(v.mfu),
+                      r.delta.mfu_pts, " pts")
+    << delta_html_row(text::mfu_common_label(), text::percent(b.mfu_common),
+                      text::percent(v.mfu_common), r.delta.mfu_common_pts, " pts")
+    << delta_html_row(html_escape(text::p50_label(r)), fixed(b.step_ms.p50, 2),
+                      fixed(v.step_ms.p50, 2), r.delta.p50_ms_pct, "%")
+    << delta_html_row(html_escape(text::tail_label(r)), fixed(b.step_ms_tail, 2),
+                      fixed(v.step_ms_tail, 2), r.delta.p99_ms_pct, "%")
     << "<tr>" << td("peak memory")
     << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)
     << td(human_bytes(static_cast<double>(v.peak_memory_bytes)), true)
     << td(r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a", true)
     << "<td colspan=\"3\"></td></tr>\n"
     << "</table>\n";
+  for (const auto& line : {text::common_peak_note(r), text::power_summary(r)})
+    if (!line.empty()) o << "<p class=\"muted\">" << html_escape(line) << ".</p>\n";
   if (r.determinism.checked)
     o << "<p>Determinism: baseline "
       << (r.determinism.baseline_ok ? "<span class=\"yes\">ok</span>"
@@ -209,11 +214,20 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
     o << "</table></section>\n";
   }
   o << "<section><h2>Checks</h2>\n<table><tr><th></th><th>Check</th><th>Detail</th></tr>\n";
-  for (const auto& c : r.checks)
-    o << "<tr>" << td(c.passed ? "<span class=\"yes\">✔</span>" : "<span class=\"no\">✘</span>")
+  for (const auto& c : r.checks) {
+    const bool unsure = compare::verdict_of(c) == "inconclusive";
+    o << "<tr>"
+      << td(unsure     ? std::string(c.passed ? "<span class=\"muted\">?</span>"
+                                              : "<span class=\"no\">?</span>")
+            : c.passed ? "<span class=\"yes\">✔</span>"
+                       : "<span class=\"no\">✘</span>")
       << td(html_escape(c.name)) << td(html_escape(c.detail)) << "</tr>\n";
+  }
   if (r.checks.empty()) o << "<tr><td colspan=\"3\" class=\"muted\">no checks ran</td></tr>\n";
-  o << "</table></section>\n<section><h2>Policy</h2>\n";
+  o << "</table>\n";
+  if (const auto unsure = text::inconclusive_summary(r); !unsure.empty())
+    o << "<p class=\"muted\">" << html_escape(unsure) << ".</p>\n";
+  o << "</section>\n<section><h2>Policy</h2>\n";
   if (!r.policy_source.empty())
     o << "<p class=\"muted\">from " << html_escape(r.policy_source) << "</p>\n";
   o << "<pre>" << html_escape(r.policy.describe()) << "</pre></section>\n";

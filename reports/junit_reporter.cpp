@@ -45,6 +45,9 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
   property("variant", r.variant.name + " (" + r.variant.config_path + ")");
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
+  property("on_inconclusive", r.policy.on_inconclusive);
+  if (r.timed) property("tail_statistic", r.tail.label);
+  if (const auto mde = text::power_summary(r); !mde.empty()) property("power", mde);
   if (text::any_plugins(r)) {
     property("plugins.baseline", text::plugins(r.baseline.plugins));
     property("plugins.variant", text::plugins(r.variant.plugins));
@@ -53,8 +56,9 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   for (const auto& c : r.checks) {
     o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name)
       << "\" time=\"0\"";
-    if (c.passed) {
-      o << ">\n      <system-out>" << xml_escape(c.detail) << "</system-out>\n    </testcase>\n";
+    if (c.passed) {  // an inconclusive check that passes says so in its detail
+      o << ">\n      <system-out>" << xml_escape(compare::verdict_of(c) + ": " + c.detail)
+        << "</system-out>\n    </testcase>\n";
     } else {
       o << ">\n      <failure message=\"" << xml_escape(c.detail) << "\" type=\"gate\">"
         << xml_escape(c.detail) << "</failure>\n    </testcase>\n";

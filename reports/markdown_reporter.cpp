@@ -136,16 +136,20 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
       << "|---|--:|--:|--:|--:|--:|---|\n"
       << delta_markdown_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
                             r.delta.tokens_per_sec_pct, "%")
-      << delta_markdown_row("MFU", text::percent(b.mfu), text::percent(v.mfu), r.delta.mfu_pts,
-                            " pts")
-      << delta_markdown_row("step P50 ms", fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
+      << delta_markdown_row(text::mfu_own_label(), text::percent(b.mfu), text::percent(v.mfu),
+                            r.delta.mfu_pts, " pts")
+      << delta_markdown_row(text::mfu_common_label(), text::percent(b.mfu_common),
+                            text::percent(v.mfu_common), r.delta.mfu_common_pts, " pts")
+      << delta_markdown_row(text::p50_label(r), fixed(b.step_ms.p50, 2), fixed(v.step_ms.p50, 2),
                             r.delta.p50_ms_pct, "%")
-      << delta_markdown_row("step P99 ms", fixed(b.step_ms.p99, 2), fixed(v.step_ms.p99, 2),
-                            r.delta.p99_ms_pct, "%")
+      << delta_markdown_row(markdown_escape(text::tail_label(r)), fixed(b.step_ms_tail, 2),
+                            fixed(v.step_ms_tail, 2), r.delta.p99_ms_pct, "%")
       << markdown_row({"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
                        human_bytes(static_cast<double>(v.peak_memory_bytes)),
                        r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a",
                        "", "", ""});
+    for (const auto& line : {text::common_peak_note(r), text::power_summary(r)})
+      if (!line.empty()) o << "\n" << markdown_escape(line) << "\n";
   }
 
   if (compare::any_arm_sharded(r)) {
@@ -173,8 +177,13 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   }
   o << "\n**Checks**\n\n" << markdown_row({"", "Check", "Detail"}) << "|---|---|---|\n";
   for (const auto& c : r.checks)
-    o << markdown_row({c.passed ? "✅" : "❌", markdown_escape(c.name), markdown_escape(c.detail)});
+    o << markdown_row({compare::verdict_of(c) == "inconclusive" ? (c.passed ? "❔" : "❔❌")
+                       : c.passed                              ? "✅"
+                                                               : "❌",
+                       markdown_escape(c.name), markdown_escape(c.detail)});
   if (r.checks.empty()) o << markdown_row({"", "(none ran)", ""});
+  if (const auto unsure = text::inconclusive_summary(r); !unsure.empty())
+    o << "\n" << markdown_escape(unsure) << "\n";
 
   o << "\n<details><summary>Policy"
     << (r.policy_source.empty() ? "" : " (" + markdown_escape(r.policy_source) + ")")

@@ -79,4 +79,53 @@ std::string text::timing_summary(const compare::CompareResult& r) {
   return "not timed (the loss does not align)";
 }
 
+namespace {
+std::string n_of(const compare::CompareResult& r) {
+  const auto& t = r.tail;
+  return t.n_baseline == t.n_variant ? std::to_string(t.n_baseline)
+                                     : std::to_string(t.n_baseline) + "/" +
+                                           std::to_string(t.n_variant);
+}
+std::string pct_or_unknown(double x) {
+  return std::isfinite(x) ? text::fixed(x, 1) + "%" : "unknown";
+}
+}  // namespace
+
+std::string text::p50_label(const compare::CompareResult& r) {
+  return "step ms, P50 (n=" + n_of(r) + ")";
+}
+
+std::string text::tail_label(const compare::CompareResult& r) {
+  return r.tail.is_p99() ? "step ms, P99 (n=" + n_of(r) + ")" : "step ms, " + r.tail.label;
+}
+
+std::string text::mfu_own_label() { return "MFU (own peak)"; }
+std::string text::mfu_common_label() { return "MFU (common peak)"; }
+
+std::string text::common_peak_note(const compare::CompareResult& r) {
+  if (!r.timed || !std::isfinite(r.common_peak.flops)) return "";
+  return "MFU (own peak): each arm against its own dtype's peak; MFU (common peak): both against "
+         "the " + r.common_peak.arm + "'s peak, " +
+         util::format_number("%.3g", r.common_peak.flops) + " FLOP/s (" + r.common_peak.source +
+         "), the larger of the two, so it moves with tokens/s";
+}
+
+std::string text::power_summary(const compare::CompareResult& r) {
+  if (!r.timed || !r.power.known) return "";
+  return "minimum detectable effect (power " + fixed(r.power.power, 1) + ", level " +
+         util::format_number("%.3g", r.power.level) + "): tokens/s " +
+         pct_or_unknown(r.power.tokens_per_sec_mde_pct) + ", P50 " +
+         pct_or_unknown(r.power.p50_mde_pct) + ", " + (r.tail.is_p99() ? "P99" : r.tail.label) +
+         " " + pct_or_unknown(r.power.p99_mde_pct);
+}
+
+std::string text::inconclusive_summary(const compare::CompareResult& r) {
+  int64_t n = 0;
+  for (const auto& c : r.checks) n += compare::verdict_of(c) == "inconclusive" ? 1 : 0;
+  if (n == 0) return "";
+  return util::count_of(n, "timing check") + " inconclusive (could not tell; on_inconclusive = " +
+         r.policy.on_inconclusive + (r.policy.on_inconclusive == "pass" ? ": passes" : ": fails") +
+         ")";
+}
+
 }  // namespace lockstep::reports

@@ -40,6 +40,20 @@ std::string plugins(const std::vector<PluginRef>& p);
 bool any_plugins(const compare::CompareResult& r);
 // "5 repeats per arm", or why there is no timing: "not timed (golden mode)", "not timed (...)".
 std::string timing_summary(const compare::CompareResult& r);
+// Latency rows with their sample size: "step ms, P50 (n=150)"; the tail row names what the tail
+// check used: "step ms, P99 (n=1000)" or "step ms, max of 150 steps".
+std::string p50_label(const compare::CompareResult& r);
+std::string tail_label(const compare::CompareResult& r);
+// The MFU rows: "MFU (own peak)" (each arm's dtype peak) and "MFU (common peak)".
+std::string mfu_own_label();
+std::string mfu_common_label();
+// One line on the common peak: whose, its source and FLOP/s; "" when unknown.
+std::string common_peak_note(const compare::CompareResult& r);
+// "minimum detectable effect (power 0.8, level 0.025): tokens/s 3.1%, P50 2.0%, max of 150
+// steps 41.0%"; "" when unknown (not timed, fewer than 2 repeats).
+std::string power_summary(const compare::CompareResult& r);
+// "1 timing check inconclusive (its CI straddles the bound; on_inconclusive = pass)"; "" if none.
+std::string inconclusive_summary(const compare::CompareResult& r);
 }  // namespace text
 
 }  // namespace lockstep::reports

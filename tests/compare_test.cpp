@@ -5,8 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include "harness/compare/analyse.h"
 #include "harness/compare/analysis.h"
 #include "harness/compare/gate.h"
+#include "harness/compare/plan.h"
+#include "harness/stats/statistics.h"
 #include "harness/compare/swap_hint.h"
 #include "harness/util/exit_codes.h"
 #include "harness/gate/policy.h"
@@ -257,11 +260,14 @@ TEST(Gate, P99AndSlowdownAllowancesAreJudgedOnTheConfidenceInterval) {
 TEST(Gate, OptionalSpeedupAndMemoryRules) {
   auto r = healthy_result();
   r.policy.min_speedup_pct = 5;
-  r.delta.tokens_per_sec_pct = Delta{3, 1, 5, 0.008, true, true, "faster"};
+  // The whole CI below the required 5%: shown not to reach it (a CI reaching 5% would straddle
+  // it: inconclusive, Gate.MinSpeedupJudgesTheConfidenceIntervalsLowerBound).
+  r.delta.tokens_per_sec_pct = Delta{3, 1, 4.5, 0.008, true, true, "faster"};
   r.policy.min_memory_saving_pct = 10;
   r.delta.memory_pct = -12;
   gate::apply(r);
   EXPECT_FALSE(find(r, "min speedup")->passed);
+  EXPECT_EQ(find(r, "min speedup")->verdict, "fail");
   EXPECT_TRUE(find(r, "memory saving")->passed);
   r.delta.memory_pct = -8;
   r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.008, true, true, "faster"};
@@ -425,4 +431,303 @@ TEST(Gate, OneRepeatIsSaidInTheSingular) {
   EXPECT_EQ(reports::text::timing_summary(r), "1 repeat per arm");
   r.repeats = 5;
   EXPECT_EQ(reports::text::timing_summary(r), "5 repeats per arm");
+}
+
+// ---- timing verdicts: pass / fail / inconclusive, Holm, power, the tail statistic -------------
+
+namespace {
+
+// A healthy timed comparison whose tail check passes outright (CI [-1, +2] under a 5% allowance),
+// so each test below moves one check.
+CompareResult timed_result() {
+  auto r = healthy_result();
+  r.policy.max_p99_regression_pct = 5;
+  r.tail = tail_statistic(1000, 1000, r.policy.p99_min_samples);
+  return r;
+}
+
+}  // namespace
+
+TEST(GateVerdict, ThroughputPassFailInconclusive) {
+  auto r = timed_result();
+  r.policy.max_slowdown_pct = 5;
+  r.delta.tokens_per_sec_pct = Delta{-1, -3, 1, 0.5, false, true, "no significant change"};
+  gate::apply(r);  // the whole CI [-3, +1] within the allowed -5%
+  EXPECT_EQ(find(r, "throughput")->verdict, "pass");
+  EXPECT_EQ(r.exit_code, kExitPass);
+  r.delta.tokens_per_sec_pct = Delta{-10, -12, -8, 0.008, true, true, "slower"};
+  gate::apply(r);  // the whole CI beyond -5%, significant after Holm (2 x 0.008 < 0.05)
+  EXPECT_EQ(find(r, "throughput")->verdict, "fail");
+  EXPECT_FALSE(find(r, "throughput")->passed);
+  EXPECT_EQ(r.exit_code, kExitGateFailed);
+  r.delta.tokens_per_sec_pct = Delta{-5, -8, -2, 0.008, true, true, "slower"};
+  gate::apply(r);  // [-8, -2] straddles -5: this comparison cannot tell
+  const Check* t = find(r, "throughput");
+  EXPECT_EQ(t->verdict, "inconclusive");
+  EXPECT_TRUE(t->passed);  // on_inconclusive = "pass" (the default)
+  EXPECT_NE(t->detail.find("inconclusive: the CI straddles the bound"), std::string::npos)
+      << t->detail;
+  EXPECT_EQ(r.verdict, "pass");
+  EXPECT_EQ(r.exit_code, kExitPass);
+}
+
+TEST(GateVerdict, P99PassFailInconclusive) {
+  auto r = timed_result();
+  r.policy.max_p99_regression_pct = 10;
+  r.delta.p99_ms_pct = Delta{3, 1, 6, 0.03, true, true, "higher"};
+  gate::apply(r);  // [+1, +6] under +10
+  EXPECT_EQ(find(r, "p99 latency")->verdict, "pass");
+  r.delta.p99_ms_pct = Delta{20, 14, 26, 0.008, true, true, "higher"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "p99 latency")->verdict, "fail");
+  EXPECT_EQ(r.exit_code, kExitGateFailed);
+  r.delta.p99_ms_pct = Delta{9, 4, 15, 0.008, true, true, "higher"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "p99 latency")->verdict, "inconclusive");
+  EXPECT_EQ(r.exit_code, kExitPass);
+}
+
+TEST(GateVerdict, MinSpeedupJudgesTheConfidenceIntervalsLowerBound) {
+  auto r = timed_result();
+  r.policy.min_speedup_pct = 5;
+  // Point estimate +9% and the CI's lower bound +6%: a speed-up of at least 5%, significantly.
+  r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.008, true, true, "faster"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "min speedup")->verdict, "pass");
+  // Point estimate +6% (above 5%), but the CI [+3, +9] reaches below it: not shown.
+  r.delta.tokens_per_sec_pct = Delta{6, 3, 9, 0.008, true, true, "faster"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "min speedup")->verdict, "inconclusive");
+  // The whole CI below +5%.
+  r.delta.tokens_per_sec_pct = Delta{2, 0.5, 4, 0.03, true, true, "faster"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "min speedup")->verdict, "fail");
+  EXPECT_EQ(r.exit_code, kExitGateFailed);
+  // The lower bound reaches +5%, but the speed-up is not significant after Holm: three checks,
+  // the smallest p 0.02 -> 0.06.
+  r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.02, true, true, "faster"};
+  gate::apply(r);
+  EXPECT_NEAR(find(r, "min speedup")->p_adjusted, 0.06, 1e-12);
+  EXPECT_EQ(find(r, "min speedup")->verdict, "inconclusive");
+}
+
+TEST(GateVerdict, OnInconclusiveFailTurnsAnInconclusiveCheckIntoExit1) {
+  auto r = timed_result();
+  r.delta.tokens_per_sec_pct = Delta{-5, -8, -2, 0.008, true, true, "slower"};
+  r.policy.max_slowdown_pct = 5;
+  r.policy.on_inconclusive = "fail";
+  gate::apply(r);
+  EXPECT_EQ(find(r, "throughput")->verdict, "inconclusive");
+  EXPECT_FALSE(find(r, "throughput")->passed);
+  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.exit_code, kExitGateFailed);
+  r.policy.on_inconclusive = "pass";
+  gate::apply(r);
+  EXPECT_EQ(r.exit_code, kExitPass);
+  // Non-timing checks are pass or fail only.
+  for (const auto& c : r.checks)
+    if (c.name != "throughput" && c.name != "p99 latency") {
+      EXPECT_NE(c.verdict, "inconclusive") << c.name;
+    }
+}
+
+TEST(GateVerdict, HolmCorrectsTheTimingChecksAsOneFamily) {
+  // Both CIs wholly beyond their 0% bounds, p 0.03 and 0.04: each significant alone at 0.05
+  // (Delta::significant says so), neither after Holm (0.06, 0.06): inconclusive, not fail.
+  auto r = timed_result();
+  r.policy.max_p99_regression_pct = 0;
+  r.delta.tokens_per_sec_pct = Delta{-6, -9, -3, 0.03, true, true, "slower"};
+  r.delta.p99_ms_pct = Delta{4, 1, 7, 0.04, true, true, "higher"};
+  gate::apply(r);
+  for (const char* name : {"throughput", "p99 latency"}) {
+    const Check* c = find(r, name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_EQ(c->verdict, "inconclusive") << name;
+    EXPECT_NEAR(c->p_adjusted, 0.06, 1e-12) << name;
+    EXPECT_NE(c->detail.find("Holm-adjusted 0.06"), std::string::npos) << c->detail;
+    EXPECT_NE(c->detail.find("not significant after Holm"), std::string::npos) << c->detail;
+  }
+  EXPECT_NEAR(find(r, "throughput")->p_value, 0.03, 1e-15);
+  EXPECT_EQ(r.exit_code, kExitPass);
+  // Holm steps down: 0.02 -> 0.04, then 0.04 -> max(0.04, 1 x 0.04): both fail (Bonferroni would
+  // have left the second at 0.08).
+  r.delta.tokens_per_sec_pct.p_value = 0.02;
+  gate::apply(r);
+  EXPECT_EQ(find(r, "throughput")->verdict, "fail");
+  EXPECT_EQ(find(r, "p99 latency")->verdict, "fail");
+  EXPECT_NEAR(find(r, "p99 latency")->p_adjusted, 0.04, 1e-12);
+}
+
+TEST(GateVerdict, TooFewRepeatsNeverPassATimingCheck) {
+  auto r = timed_result();
+  r.too_few_repeats = true;
+  r.repeats = 3;
+  r.policy.max_slowdown_pct = 5;
+  r.delta.tokens_per_sec_pct = Delta{-1, -3, 1, 0.5, false, true, "no significant change"};
+  gate::apply(r);
+  EXPECT_EQ(find(r, "throughput")->verdict, "inconclusive");
+  EXPECT_NE(find(r, "throughput")->detail.find("too few repeats to pass"), std::string::npos);
+}
+
+TEST(GateVerdict, EveryTimingCheckReportsItsMinimumDetectableEffect) {
+  auto r = timed_result();
+  r.power.known = true;
+  r.power.tokens_per_sec_mde_pct = 3.25;
+  r.power.p99_mde_pct = 41.5;
+  r.power.level = 0.025;
+  gate::apply(r);
+  EXPECT_DOUBLE_EQ(find(r, "throughput")->mde_pct, 3.25);
+  EXPECT_DOUBLE_EQ(find(r, "p99 latency")->mde_pct, 41.5);
+  EXPECT_NE(find(r, "throughput")->detail.find("minimum detectable effect 3.25%"),
+            std::string::npos)
+      << find(r, "throughput")->detail;
+  EXPECT_NE(find(r, "p99 latency")->detail.find("minimum detectable effect 41.50%"),
+            std::string::npos);
+  EXPECT_TRUE(std::isnan(find(r, "finite values")->mde_pct));
+}
+
+TEST(TailStatistic, AMaximumIsCalledAMaximum) {
+  auto few = tail_statistic(150, 150, 1000);  // 5 repeats x 30 timed steps
+  EXPECT_EQ(few.label, "max of 150 steps");
+  EXPECT_EQ(few.q, 100);
+  EXPECT_FALSE(few.is_p99());
+  auto enough = tail_statistic(1000, 1000, 1000);  // 5 x 200
+  EXPECT_EQ(enough.label, "P99");
+  EXPECT_EQ(enough.q, 99);
+  EXPECT_EQ(tail_statistic(999, 1200, 1000).label, "max of 999/1200 steps");  // the smaller arm
+  EXPECT_EQ(tail_statistic(150, 150, 100).label, "P99");  // a lower p99_min_samples
+  EXPECT_EQ(tail_statistic(950, 950, 900).label, "P99");  // the defaults: 5 x 190 vs 900
+
+  auto r = timed_result();
+  r.tail = few;
+  gate::apply(r);
+  const std::string& d = find(r, "p99 latency")->detail;
+  EXPECT_NE(d.find("step time max of 150 steps per arm (too few for a P99: it needs 900)"),
+            std::string::npos)
+      << d;
+  EXPECT_EQ(d.find("P99 step time"), std::string::npos) << d;
+  EXPECT_EQ(reports::text::tail_label(r), "step ms, max of 150 steps");
+  EXPECT_EQ(reports::text::p50_label(r), "step ms, P50 (n=150)");
+  r.tail = enough;
+  gate::apply(r);
+  EXPECT_NE(find(r, "p99 latency")->detail.find("P99 step time (n=1000 per arm)"),
+            std::string::npos);
+  EXPECT_EQ(reports::text::tail_label(r), "step ms, P99 (n=1000)");
+}
+
+TEST(Power, MdeFromThePooledPerRepeatNoise) {
+  ArmResult b, v;
+  b.tokens_per_sec_repeats = {900, 1000, 1100};   // cv 0.1
+  v.tokens_per_sec_repeats = {1800, 2000, 2200};  // cv 0.1: a 2x speed-up is not noise
+  for (int k = 0; k < 3; ++k) {
+    b.step_ms_repeats.push_back({10, 10, 10, 10.0 + k});
+    v.step_ms_repeats.push_back({5, 5, 5, 5.0 + k});
+  }
+  auto pw = timing_power(b, v, 100, 0.05);
+  ASSERT_TRUE(pw.known);
+  // sigma 10%, 3 repeats per arm: 2.801585 * 10 * sqrt(2/3).
+  EXPECT_NEAR(pw.tokens_per_sec_mde_pct, 2.801585218112968 * 10 * std::sqrt(2.0 / 3), 1e-9);
+  EXPECT_NEAR(pw.p50_mde_pct, 0, 1e-12);  // every repeat's median is the same
+  // Per-repeat maxima 10, 11, 12 (cv 1/11) and 5, 6, 7 (cv 1/6).
+  const double cv = 100 * std::sqrt((2 * std::pow(1.0 / 11, 2) + 2 * std::pow(1.0 / 6, 2)) / 4);
+  EXPECT_NEAR(pw.p99_mde_pct, 2.801585218112968 * cv * std::sqrt(2.0 / 3), 1e-9);
+  b.tokens_per_sec_repeats.resize(1);
+  b.step_ms_repeats.resize(1);
+  EXPECT_FALSE(timing_power(b, v, 100, 0.05).known);  // one repeat: no noise to measure
+}
+
+TEST(CommonPeak, TheLargerPeakOfTheTwoArms) {
+  ArmResult b, v;
+  b.alignment_run.peak_flops = 1.0e11;
+  b.alignment_run.peak_flops_source = "calibrated fp32 GEMM";
+  v.alignment_run.peak_flops = 2.5e11;
+  v.alignment_run.peak_flops_source = "calibrated bf16 GEMM";
+  auto c = common_peak(b, v);
+  EXPECT_EQ(c.flops, 2.5e11);
+  EXPECT_EQ(c.arm, "variant");
+  EXPECT_EQ(c.source, "calibrated bf16 GEMM");
+  v.alignment_run.peak_flops.reset();
+  EXPECT_TRUE(std::isnan(common_peak(b, v).flops));
+}
+
+// analyse_timing end to end on synthetic repeats: tail statistic, n, MFU against the common peak.
+TEST(AnalyseTiming, PoolsRepeatsNamesTheTailAndMeasuresMfuAgainstOnePeak) {
+  ComparisonPlan plan;
+  std::vector<runs::RunOutcome> outs;
+  CompareResult r;
+  r.mode = "ab";
+  r.policy.repeats = 5;
+  r.baseline.label = "baseline";
+  r.variant.label = "variant";
+  r.baseline.alignment_run.peak_flops = 1.0e9;  // fp32 peak
+  r.variant.alignment_run.peak_flops = 4.0e9;   // bf16 peak
+  r.variant.alignment_run.peak_flops_source = "bf16 table";
+  for (int k = 0; k < 10; ++k) {
+    const bool is_b = k % 2 == 0;
+    ArmRun run;
+    run.arm = is_b ? "baseline" : "variant";
+    run.role = "timing";
+    plan.timing.push_back(run);
+    runs::RunOutcome o;
+    o.summary.tokens_per_sec = is_b ? 1000.0 + k : 2000.0 + k;  // the variant twice as fast
+    o.summary.flops_per_token = 1.0e5;
+    o.summary.peak_flops = is_b ? 1.0e9 : 4.0e9;
+    o.summary.mfu = o.summary.flops_per_token * o.summary.tokens_per_sec / *o.summary.peak_flops;
+    for (int i = 0; i < 30; ++i) {
+      StepRecord rec;
+      rec.step = i + 1;
+      rec.loss = 1.0;
+      rec.timed = true;
+      rec.step_ms = (is_b ? 20.0 : 10.0) + 0.01 * i + (i == 29 ? 5 : 0);
+      o.records.push_back(rec);
+    }
+    outs.push_back(o);
+  }
+  r.baseline.loss_curve = r.variant.loss_curve = std::vector<double>(30, 1.0);
+  analyse_timing(plan, outs, r);
+  ASSERT_TRUE(r.timed);
+  EXPECT_EQ(r.baseline.step_ms_n, 150);
+  EXPECT_EQ(r.tail.label, "max of 150 steps");
+  EXPECT_DOUBLE_EQ(r.baseline.step_ms_tail, 20.0 + 0.29 + 5);  // the slowest of 150 steps
+  EXPECT_DOUBLE_EQ(r.variant.step_ms_tail, 10.0 + 0.29 + 5);
+  // Own peaks: 10% vs 5% (the variant "lower"); against the common bf16 peak: 2.5% vs 5%.
+  ASSERT_TRUE(r.baseline.mfu && r.variant.mfu);
+  EXPECT_NEAR(*r.baseline.mfu, 0.1004, 1e-9);
+  EXPECT_NEAR(*r.variant.mfu, 0.05, 1e-3);
+  EXPECT_EQ(r.common_peak.arm, "variant");
+  EXPECT_EQ(r.common_peak.source, "bf16 table");
+  ASSERT_TRUE(r.baseline.mfu_common && r.variant.mfu_common);
+  EXPECT_NEAR(*r.baseline.mfu_common, 0.1004 / 4, 1e-9);
+  EXPECT_NEAR(*r.variant.mfu_common, 0.05, 1e-3);
+  EXPECT_LT(r.delta.mfu_pts.point, 0);         // own peaks: "lower" ...
+  EXPECT_GT(r.delta.mfu_common_pts.point, 0);  // ... one common peak: higher, like tokens/s
+  EXPECT_TRUE(r.power.known);
+  EXPECT_NEAR(r.power.level, 0.05 / 2, 1e-15);
+  // Every repeat's maximum is the same 5 ms stall over a ~constant step: tiny noise, tiny MDE.
+  EXPECT_LT(r.power.p99_mde_pct, 1.0);
+}
+
+TEST(GateVerdict, OnInconclusiveAndTheTailThresholdArePolicyKeys) {
+  const std::string base = std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml";
+  const auto defaults = gate::Policy::from(config::Config::load(base));
+  EXPECT_EQ(defaults.on_inconclusive, "pass");
+  EXPECT_EQ(defaults.timing_steps, 200);
+  EXPECT_EQ(defaults.p99_min_samples, 900);
+  // A P99 exists by default: a repeat of the shipped 200-step config times 200 - 5 warmup - 5
+  // profiled = 190 steps (it never runs past run.steps), and 5 x 190 = 950 >= 900.
+  const auto cfg = config::Config::load(base);
+  const int64_t fit = std::min(defaults.timing_steps, cfg.integer("run.steps") -
+                                                          cfg.integer("run.warmup_steps") -
+                                                          cfg.integer("profile.window"));
+  EXPECT_EQ(fit, 190);
+  EXPECT_GE(defaults.repeats * fit, defaults.p99_min_samples);
+  const auto strict = gate::Policy::from(
+      config::Config::load(base, {"gate.on_inconclusive=\"fail\"", "gate.p99_min_samples=500"}));
+  EXPECT_EQ(strict.on_inconclusive, "fail");
+  EXPECT_EQ(strict.p99_min_samples, 500);
+  EXPECT_NE(strict.describe().find("inconclusive timing check (CI straddles its bound): fail"),
+            std::string::npos)
+      << strict.describe();
+  EXPECT_THROW(config::Config::load(base, {"gate.on_inconclusive=\"maybe\""}), config::ConfigError);
+  EXPECT_THROW(config::Config::load(base, {"gate.p99_min_samples=10"}), config::ConfigError);
 }

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -95,7 +96,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "baseline",     "variant",    "delta",     "changed_knobs", "changes",
                 "warnings",     "checks",     "breakdown", "policy",        "policy_source",
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
-                "timed",        "wall_seconds", "environment", "class_source"}));
+                "timed",        "wall_seconds", "environment", "class_source", "tail_statistic",
+                "power",        "common_peak"}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
@@ -107,29 +109,38 @@ TEST(JsonReport, HasExactlyTheContractFields) {
     SCOPED_TRACE(arm);
     EXPECT_EQ(keys(j[arm]),
               (std::set<std::string>{"name", "config", "status", "failure", "tokens_per_sec",
-                                     "tokens_per_sec_ci", "mfu", "step_ms", "peak_memory_bytes",
+                                     "tokens_per_sec_ci", "mfu", "mfu_common", "step_ms",
+                                     "peak_memory_bytes",
                                      "phase_share", "phase_ms", "bound", "top_ops",
                                      "tokens_per_sec_repeats", "loss_curve", "alignment_run",
                                      "param_bytes_per_rank", "grad_bytes_per_rank",
                                      "optimizer_state_bytes_per_rank", "comm_bytes_per_step",
                                      "zero_stage", "world_size", "plugins"}));
-    EXPECT_EQ(keys(j[arm]["step_ms"]), (std::set<std::string>{"p50", "p95", "p99", "mean"}));
+    EXPECT_EQ(keys(j[arm]["step_ms"]),
+              (std::set<std::string>{"p50", "p95", "p99", "mean", "n", "tail"}));
   }
   EXPECT_EQ(keys(j["delta"]),
-            (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct",
-                                   "memory_pct", "param_bytes_per_rank_pct",
+            (std::set<std::string>{"tokens_per_sec_pct", "mfu_pts", "mfu_common_pts", "p50_ms_pct",
+                                   "p99_ms_pct", "memory_pct", "param_bytes_per_rank_pct",
                                    "grad_bytes_per_rank_pct", "optimizer_state_bytes_per_rank_pct",
                                    "comm_bytes_per_step_pct"}));
-  for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "p50_ms_pct", "p99_ms_pct"})
+  for (const char* d : {"tokens_per_sec_pct", "mfu_pts", "mfu_common_pts", "p50_ms_pct",
+                        "p99_ms_pct"})
     EXPECT_EQ(keys(j["delta"][d]),
               (std::set<std::string>{"value", "ci", "p_value", "significant", "wording"}))
         << d;
   EXPECT_EQ(keys(j["changes"][0]), (std::set<std::string>{"key", "baseline", "variant"}));
-  EXPECT_EQ(keys(j["checks"][0]), (std::set<std::string>{"name", "passed", "detail"}));
+  EXPECT_EQ(keys(j["checks"][0]),
+            (std::set<std::string>{"name", "passed", "verdict", "detail", "p_value", "p_adjusted",
+                                   "mde_pct"}));
   EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds", "repeats",
                                                       "timing_steps", "alpha", "bootstrap",
                                                       "max_p99_regression_pct", "max_slowdown_pct",
-                                                      "min_speedup_pct", "min_memory_saving_pct"}));
+                                                      "min_speedup_pct", "min_memory_saving_pct",
+                                                      "p99_min_samples", "on_inconclusive"}));
+  EXPECT_EQ(keys(j["power"]), (std::set<std::string>{"tokens_per_sec_mde_pct", "p99_mde_pct",
+                                                     "p50_mde_pct", "power", "level"}));
+  EXPECT_EQ(keys(j["common_peak"]), (std::set<std::string>{"flops", "arm", "source"}));
   EXPECT_EQ(keys(j["determinism"]),
             (std::set<std::string>{"checked", "baseline_ok", "variant_ok", "detail"}));
   EXPECT_EQ(keys(j["breakdown"]), (std::set<std::string>{"phases", "ops", "findings"}));
@@ -195,6 +206,85 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_EQ(j["too_few_repeats"], false);
   EXPECT_EQ(j["wall_seconds"], 84.2);
   EXPECT_EQ(j["environment"]["host"], "ci-runner-3");
+}
+
+// What the comparison could see: the MDEs, each check's verdict word, the tail statistic by name
+// with its n, MFU against one common peak, and the on_inconclusive rule that decided the exit.
+TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
+  auto r = testing::make_compare_result();
+  r.checks.push_back(compare::Check{"throughput", true, "tokens/s ...", "inconclusive"});
+  r.checks.back().p_value = 0.03;
+  r.checks.back().p_adjusted = 0.06;
+  r.checks.back().mde_pct = 2.31;
+  json j = render_json(r);
+  EXPECT_EQ(j["power"]["tokens_per_sec_mde_pct"], 2.31);
+  EXPECT_EQ(j["power"]["p99_mde_pct"], 27.5);
+  EXPECT_EQ(j["power"]["p50_mde_pct"], 1.84);
+  EXPECT_EQ(j["policy"]["on_inconclusive"], "pass");
+  EXPECT_EQ(j["policy"]["p99_min_samples"], 900);
+  EXPECT_EQ(j["policy"]["timing_steps"], 200);
+  EXPECT_EQ(j["checks"][0]["verdict"], "pass");  // from `passed` (loss alignment)
+  EXPECT_EQ(j["checks"][1]["verdict"], "fail");  // from `passed` (the fixture's failed P99)
+  EXPECT_TRUE(j["checks"][0]["p_adjusted"].is_null());
+  const auto& t = j["checks"].back();
+  EXPECT_EQ(t["verdict"], "inconclusive");
+  EXPECT_EQ(t["passed"], true);
+  EXPECT_EQ(t["p_value"], 0.03);
+  EXPECT_EQ(t["p_adjusted"], 0.06);
+  EXPECT_EQ(t["mde_pct"], 2.31);
+  EXPECT_EQ(j["tail_statistic"], "max of 150 steps");
+  EXPECT_EQ(j["baseline"]["step_ms"]["n"], 150);
+  EXPECT_DOUBLE_EQ(j["baseline"]["step_ms"]["tail"].get<double>(), r.baseline.step_ms_tail);
+  EXPECT_GE(j["baseline"]["step_ms"]["tail"].get<double>(),
+            j["baseline"]["step_ms"]["p99"].get<double>());  // a maximum: at least the P99
+  EXPECT_EQ(j["common_peak"]["arm"], "variant");
+  EXPECT_EQ(j["common_peak"]["flops"], 2.1e11);
+  EXPECT_EQ(j["delta"]["mfu_common_pts"]["value"], 19.2);
+  EXPECT_DOUBLE_EQ(j["baseline"]["mfu_common"].get<double>(), *r.baseline.mfu_common);
+  r.policy.on_inconclusive = "fail";
+  EXPECT_EQ(render_json(r)["policy"]["on_inconclusive"], "fail");
+  // Not timed: no power, no tail statistic.
+  r.timed = false;
+  r.power = compare::Power{};
+  json u = render_json(r);
+  EXPECT_TRUE(u["power"].is_null());
+  EXPECT_TRUE(u["tail_statistic"].is_null());
+}
+
+// Every human-readable format names the tail statistic with its n, shows both MFUs and the MDEs.
+TEST(Reports, NameTheTailStatisticShowBothMfusAndThePower) {
+  auto r = testing::make_compare_result();
+  const std::string console = ConsoleReporter().render(r);
+  const std::string md = MarkdownReporter().render(r);
+  const std::string html = HtmlReporter().render(r);
+  const auto same = [](const std::string& s) { return s; };
+  const std::vector<std::pair<const std::string*, std::function<std::string(const std::string&)>>>
+      formats{{&console, same}, {&md, same}, {&html, html_escape}};
+  for (const auto& [out, esc] : formats) {
+    EXPECT_NE(out->find("step ms, max of 150 steps"), std::string::npos) << *out;
+    EXPECT_NE(out->find("step ms, P50 (n=150)"), std::string::npos);
+    EXPECT_EQ(out->find("step P99"), std::string::npos);  // no P99 of 150 steps
+    EXPECT_NE(out->find("MFU (own peak)"), std::string::npos);
+    EXPECT_NE(out->find("MFU (common peak)"), std::string::npos);
+    EXPECT_NE(out->find("+19.2 pts"), std::string::npos);  // the common-peak delta
+    EXPECT_NE(
+        out->find(esc("the variant's peak, 2.1e+11 FLOP/s (calibrated bf16 GEMM, 1 thread)")),
+        std::string::npos)
+        << *out;
+    EXPECT_NE(out->find("minimum detectable effect (power 0.8, level 0.0167): tokens/s 2.3%, "
+                        "P50 1.8%, max of 150 steps 27.5%"),
+              std::string::npos)
+        << *out;
+  }
+  r.checks.push_back(compare::Check{"throughput", true, "straddles", "inconclusive"});
+  const std::string c2 = ConsoleReporter().render(r);
+  EXPECT_NE(c2.find("? throughput"), std::string::npos);
+  EXPECT_NE(c2.find("1 timing check inconclusive (could not tell; on_inconclusive = pass: passes)"),
+            std::string::npos);
+  EXPECT_NE(ConsoleReporter(false).render(r).find("[ ?? ] throughput"), std::string::npos);
+  EXPECT_NE(MarkdownReporter().render(r).find("| ❔ | throughput | straddles |"), std::string::npos);
+  EXPECT_NE(JunitReporter().render(r).find("<system-out>inconclusive: straddles</system-out>"),
+            std::string::npos);
 }
 
 // A comparison whose timing never ran (the loss did not align): no made-up zeros anywhere.

@@ -493,5 +493,101 @@ TEST(StatsRollingRobustZ, EdgeCases) {
   EXPECT_TRUE(std::isnan(z[6]));
 }
 
+// ---- power and multiplicity (the gate's MDE and Holm correction) -------------------------------
+
+TEST(StatsNormalQuantile, ValuesAgainstTheTableAndTails) {
+  EXPECT_NEAR(normal_quantile(0.975), 1.9599639845400536, 1e-12);
+  EXPECT_NEAR(normal_quantile(0.8), 0.8416212335729144, 1e-12);
+  EXPECT_NEAR(normal_quantile(0.99), 2.3263478740408408, 1e-12);
+  EXPECT_EQ(normal_quantile(0.5), 0.0);
+  EXPECT_NEAR(normal_quantile(0.02425), -1.9729610513118845, 1e-12);  // the region boundary
+  EXPECT_NEAR(normal_quantile(1e-10), -6.361340902404056, 1e-9);       // deep lower tail
+  EXPECT_NEAR(normal_quantile(0.2), -normal_quantile(0.8), 1e-14);     // symmetric
+}
+
+TEST(StatsNormalQuantile, EdgeCases) {
+  EXPECT_EQ(normal_quantile(0), -kInf);
+  EXPECT_EQ(normal_quantile(1), kInf);
+  EXPECT_TRUE(std::isnan(normal_quantile(-0.1)));
+  EXPECT_TRUE(std::isnan(normal_quantile(1.5)));
+  EXPECT_TRUE(std::isnan(normal_quantile(kNaN)));
+}
+
+TEST(StatsPooledCv, EachArmRelativeToItsOwnMean) {
+  // cv 0.1 in each arm: 10%, although the arms' means differ by a factor 2 (not noise).
+  EXPECT_NEAR(pooled_cv_pct({9, 10, 11}, {18, 20, 22}), 10.0, 1e-12);
+  // Pooled by degrees of freedom: sqrt((2 * 0.01 + 3 * 0) / 5) = 6.3246%.
+  EXPECT_NEAR(pooled_cv_pct({9, 10, 11}, {20, 20, 20, 20}), 100 * std::sqrt(0.004), 1e-12);
+  EXPECT_EQ(pooled_cv_pct({5, 5}, {7, 7, 7}), 0.0);  // zero variance
+}
+
+TEST(StatsPooledCv, EdgeCases) {
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({}, {1, 2})));
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({1}, {1, 2})));  // n = 1: no spread to measure
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({1, 2}, {1})));
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({1, kNaN}, {1, 2})));
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({1, 2}, {1, kInf})));
+  EXPECT_TRUE(std::isnan(pooled_cv_pct({-1, 1}, {1, 2})));  // mean 0
+}
+
+TEST(StatsMinDetectableEffect, HandComputedValues) {
+  // The reference's example: sigma 3%, 5 repeats per arm, alpha 0.05, power 0.8 ->
+  // (1.959964 + 0.841621) * 3 * sqrt(2/5) = 2.801585 * 1.897367 = 5.3156%.
+  EXPECT_NEAR(min_detectable_effect(3, 5, 5, 0.05, 0.8), 5.315634208977956, 1e-9);
+  // The factor alone (sigma 1, sqrt(1/na + 1/nb) = 1 at na = nb = 2).
+  EXPECT_NEAR(min_detectable_effect(1, 2, 2, 0.05, 0.8), 2.801585218112968, 1e-9);
+  // Unequal arms, another level and power: (2.575829 + 1.281552) * sqrt(1/4 + 1/6).
+  EXPECT_NEAR(min_detectable_effect(1, 4, 6, 0.01, 0.9), 2.4899286443297033, 1e-9);
+  // Four times the repeats halve it.
+  EXPECT_NEAR(min_detectable_effect(3, 20, 20, 0.05, 0.8),
+              min_detectable_effect(3, 5, 5, 0.05, 0.8) / 2, 1e-12);
+  EXPECT_EQ(min_detectable_effect(0, 5, 5, 0.05, 0.8), 0.0);  // zero noise
+}
+
+TEST(StatsMinDetectableEffect, EdgeCases) {
+  EXPECT_TRUE(std::isnan(min_detectable_effect(kNaN, 5, 5, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(min_detectable_effect(kInf, 5, 5, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(min_detectable_effect(-1, 5, 5, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(min_detectable_effect(3, 1, 5, 0.05, 0.8)));  // n = 1
+  EXPECT_TRUE(std::isnan(min_detectable_effect(3, 5, 0, 0.05, 0.8)));  // empty
+  EXPECT_TRUE(std::isnan(min_detectable_effect(3, 5, 5, 0, 0.8)));
+  EXPECT_TRUE(std::isnan(min_detectable_effect(3, 5, 5, 0.05, 1)));
+  EXPECT_TRUE(std::isnan(min_detectable_effect(3, 5, 5, kNaN, 0.8)));
+}
+
+TEST(StatsHolm, KnownSets) {
+  // Sorted 0.01, 0.03, 0.04: 3*0.01 = 0.03; max(0.03, 2*0.03) = 0.06; max(0.06, 1*0.04) = 0.06.
+  auto a = holm_adjust({0.01, 0.04, 0.03});
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_NEAR(a[0], 0.03, 1e-15);
+  EXPECT_NEAR(a[1], 0.06, 1e-15);
+  EXPECT_NEAR(a[2], 0.06, 1e-15);
+  // Two checks, 0.03 and 0.04: each alone below 0.05, neither after the correction.
+  auto two = holm_adjust({0.03, 0.04});
+  EXPECT_NEAR(two[0], 0.06, 1e-15);
+  EXPECT_NEAR(two[1], 0.06, 1e-15);
+  // Ties get the same adjusted value.
+  auto ties = holm_adjust({0.02, 0.02, 0.5});
+  EXPECT_NEAR(ties[0], 0.06, 1e-15);
+  EXPECT_NEAR(ties[1], 0.06, 1e-15);
+  EXPECT_NEAR(ties[2], 0.5, 1e-15);
+  // Capped at 1, and monotone.
+  auto cap = holm_adjust({0.6, 0.7});
+  EXPECT_EQ(cap, (std::vector<double>{1.0, 1.0}));
+}
+
+TEST(StatsHolm, EdgeCases) {
+  EXPECT_TRUE(holm_adjust({}).empty());
+  EXPECT_EQ(holm_adjust({0.03}), std::vector<double>{0.03});  // k = 1: unchanged
+  EXPECT_EQ(holm_adjust({1.0}), std::vector<double>{1.0});
+  // A NaN stays NaN, sorts last and still counts in k = 3.
+  auto n = holm_adjust({kNaN, 0.01, 0.04});
+  EXPECT_TRUE(std::isnan(n[0]));
+  EXPECT_NEAR(n[1], 0.03, 1e-15);
+  EXPECT_NEAR(n[2], 0.08, 1e-15);
+  auto all = holm_adjust({kNaN, kNaN});
+  EXPECT_TRUE(std::isnan(all[0]) && std::isnan(all[1]));
+}
+
 }  // namespace
 }  // namespace lockstep::stats

@@ -183,14 +183,31 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
           ? "every repeat reproduced its full run bit for bit"
           : (db.empty() ? "" : "baseline " + db) +
                 (dv.empty() ? "" : (db.empty() ? "" : "; ") + std::string("variant ") + dv);
+  auto pooled_of = [](const ArmResult& a) {
+    std::vector<double> pooled;
+    for (const auto& x : a.step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
+    return pooled;
+  };
+  r.tail = tail_statistic(static_cast<int64_t>(pooled_of(r.baseline).size()),
+                          static_cast<int64_t>(pooled_of(r.variant).size()),
+                          r.policy.p99_min_samples);
+  // MFU against one common peak as well as each arm's own (a bf16 arm's own peak is higher).
+  r.common_peak = common_peak(r.baseline, r.variant);
   for (auto* arm : {&r.baseline, &r.variant}) {
     median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec,
                    &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
     if (!arm->mfu_repeats.empty()) arm->mfu = stats::median(arm->mfu_repeats);
-    std::vector<double> pooled;
-    for (const auto& x : arm->step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
+    arm->mfu_common_repeats.clear();
+    if (std::isfinite(r.common_peak.flops))
+      for (const auto& rep : arm->repeats)
+        arm->mfu_common_repeats.push_back(rep.flops_per_token * rep.tokens_per_sec /
+                                          r.common_peak.flops);
+    if (!arm->mfu_common_repeats.empty()) arm->mfu_common = stats::median(arm->mfu_common_repeats);
+    const std::vector<double> pooled = pooled_of(*arm);
     arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95),
                                stats::percentile(pooled, 99), stats::mean(pooled)};
+    arm->step_ms_n = static_cast<int64_t>(pooled.size());
+    arm->step_ms_tail = stats::percentile(pooled, r.tail.q);
   }
   aggregate_profile(r.baseline);
   aggregate_profile(r.variant);
@@ -198,10 +215,16 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats,
                                                 r.variant.tokens_per_sec_repeats, r.policy);
   r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
+  r.delta.mfu_common_pts =
+      mfu_delta(r.baseline.mfu_common_repeats, r.variant.mfu_common_repeats, r.policy);
   r.delta.p50_ms_pct =
       latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 50, r.policy);
   r.delta.p99_ms_pct =
-      latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, 99, r.policy);
+      latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, r.tail.q, r.policy);
+  // The MDEs at the strictest level a check of the Holm family faces (alpha / checks): the
+  // smallest effect this comparison could have failed a check on.
+  r.power = timing_power(r.baseline, r.variant, r.tail.q,
+                         r.policy.alpha / timing_family_size(r.policy));
 }
 
 }  // namespace lockstep::compare

@@ -201,6 +201,56 @@ Delta mfu_delta(const std::vector<double>& b, const std::vector<double>& v, cons
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "higher", "lower");
 }
 
+TailStatistic tail_statistic(int64_t nb, int64_t nv, int64_t min_samples) {
+  TailStatistic t;
+  t.n_baseline = nb;
+  t.n_variant = nv;
+  if (std::min(nb, nv) >= min_samples) return t;  // q 99, "P99"
+  t.q = 100;
+  t.label = "max of " + (nb == nv ? std::to_string(nb)
+                                   : std::to_string(nb) + "/" + std::to_string(nv)) +
+            " steps";
+  return t;
+}
+
+Power timing_power(const ArmResult& b, const ArmResult& v, double tail_q, double level) {
+  Power pw;
+  pw.level = level;
+  const size_t nb = b.step_ms_repeats.size(), nv = v.step_ms_repeats.size();
+  if (b.tokens_per_sec_repeats.size() < 2 || v.tokens_per_sec_repeats.size() < 2) return pw;
+  pw.known = true;
+  auto mde = [&](const std::vector<double>& x, const std::vector<double>& y) {
+    return stats::min_detectable_effect(stats::pooled_cv_pct(x, y), x.size(), y.size(), level,
+                                        pw.power);
+  };
+  pw.tokens_per_sec_mde_pct = mde(b.tokens_per_sec_repeats, v.tokens_per_sec_repeats);
+  if (nb < 2 || nv < 2) return pw;
+  auto per_repeat = [](const ArmResult& a, double q) {
+    std::vector<double> out;
+    for (const auto& x : a.step_ms_repeats) out.push_back(x.empty() ? NAN : stats::percentile(x, q));
+    return out;
+  };
+  pw.p50_mde_pct = mde(per_repeat(b, 50), per_repeat(v, 50));
+  pw.p99_mde_pct = mde(per_repeat(b, tail_q), per_repeat(v, tail_q));
+  return pw;
+}
+
+CommonPeak common_peak(const ArmResult& b, const ArmResult& v) {
+  CommonPeak c;
+  const auto& pb = b.alignment_run.peak_flops;
+  const auto& pv = v.alignment_run.peak_flops;
+  if (!pb || !pv || !(*pb > 0) || !(*pv > 0)) return c;
+  const bool variant_larger = *pv > *pb;
+  c.flops = variant_larger ? *pv : *pb;
+  c.arm = variant_larger ? "variant" : "baseline";
+  c.source = (variant_larger ? v : b).alignment_run.peak_flops_source;
+  return c;
+}
+
+int timing_family_size(const gate::Policy& p) {
+  return p.min_speedup_pct ? 3 : 2;
+}
+
 void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo,
                     double* hi) {
   *median = stats::median(x);

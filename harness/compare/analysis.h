@@ -48,6 +48,24 @@ Delta latency_delta(const std::vector<std::vector<double>>& baseline,
 Delta mfu_delta(const std::vector<double>& baseline, const std::vector<double>& variant,
                 const gate::Policy& p);
 
+// Which tail statistic a comparison with these pooled timed steps per arm can honestly call what:
+// the P99 from min_samples steps in each arm, else the maximum ("max of 150 steps").
+TailStatistic tail_statistic(int64_t n_baseline, int64_t n_variant, int64_t min_samples);
+
+// The minimum detectable effects of tokens/s, P50 and the tail statistic (tail_q) from the arms'
+// per-repeat values, at the two-sided `level` and power 0.8. Unknown (known = false) with fewer
+// than 2 repeats in an arm.
+Power timing_power(const ArmResult& baseline, const ArmResult& variant, double tail_q,
+                   double level);
+
+// The larger of the two arms' peaks (their alignment runs' peak_flops); NaN flops when either is
+// unknown.
+CommonPeak common_peak(const ArmResult& baseline, const ArmResult& variant);
+
+// The timing checks the gate corrects together (Holm): throughput and the tail-latency check, and
+// min speedup when the policy sets one. P50 is reported, not judged.
+int timing_family_size(const gate::Policy& p);
+
 // Median and its 95% bootstrap CI for one arm.
 void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double* median, double* lo,
                     double* hi);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "harness/stats/statistics.h"
 #include "harness/util/exit_codes.h"
 #include "harness/util/format.h"
 
@@ -16,11 +17,42 @@ std::string bound(double x) {
   return buf;
 }
 
-std::string fmt_delta(const compare::Delta& d, const char* unit) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g: %s", d.point, unit,
-                d.ci_lo, d.ci_hi, d.p_value, d.wording.c_str());
+std::string fmt_delta(const compare::Delta& d, const char* unit, double p_adjusted) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g (Holm-adjusted %.3g): %s",
+                d.point, unit, d.ci_lo, d.ci_hi, d.p_value, p_adjusted, d.wording.c_str());
   return buf;
+}
+
+bool ci_valid(const compare::Delta& d) {
+  return d.known && std::isfinite(d.ci_lo) && std::isfinite(d.ci_hi) && d.ci_lo <= d.ci_hi;
+}
+
+// Why a timing check has its verdict. clear: the whole CI lies on one side of the bound, so what
+// kept the verdict from pass or fail was significance (Holm-adjusted).
+std::string verdict_phrase(const std::string& verdict, bool clear, bool too_few,
+                           const std::string& on_inconclusive) {
+  if (verdict == "pass") return "pass: the whole CI is on the allowed side";
+  if (verdict == "fail") return "fail: the whole CI is beyond the bound";
+  const std::string why = too_few ? "too few repeats to pass"
+                          : clear ? "the CI clears the bound, but the change is not "
+                                    "significant after Holm"
+                                   : "the CI straddles the bound";
+  return "inconclusive: " + why + " ([gate] on_inconclusive = \"" + on_inconclusive + "\")";
+}
+
+std::string mde_phrase(double mde, const compare::Power& pw) {
+  if (!std::isfinite(mde)) return "minimum detectable effect unknown";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "minimum detectable effect %.2f%% (power %.1f, level %.3g)", mde,
+                pw.power, pw.level);
+  return buf;
+}
+
+std::string n_per_arm(const compare::TailStatistic& t) {
+  return t.n_baseline == t.n_variant
+             ? std::to_string(t.n_baseline)
+             : std::to_string(t.n_baseline) + "/" + std::to_string(t.n_variant);
 }
 
 }  // namespace
@@ -60,25 +92,68 @@ void apply(compare::CompareResult& r) {
   const bool timed = r.mode == "ab" && runs_ok && r.timed;
   if (timed) {
     const auto& t = r.delta.tokens_per_sec_pct;
-    const bool slow = t.significant && t.ci_hi < -p.max_slowdown_pct;
-    r.checks.push_back(Check{"throughput", !slow,
-                             "tokens/s " + fmt_delta(t, "%") +
-                                 (slow ? "; slower than the allowed " : "; allowed slowdown ") +
-                                 bound(p.max_slowdown_pct) + "%" +
-                                 inconclusive});
     const auto& l = r.delta.p99_ms_pct;
-    const bool worse = l.significant && l.ci_lo > p.max_p99_regression_pct;
-    r.checks.push_back(
-        Check{"p99 latency", !worse,
-              "P99 step time " + fmt_delta(l, "%") +
-                  (worse ? "; regression beyond the allowed " : "; allowed regression ") +
-                  bound(p.max_p99_regression_pct) + "%" + inconclusive});
+    // One family, Holm-corrected: throughput, the tail check, min speedup (when set).
+    auto p_of = [](const compare::Delta& d) { return d.known ? d.p_value : NAN; };
+    std::vector<double> family{p_of(t), p_of(l)};
+    if (p.min_speedup_pct) family.push_back(p_of(t));
+    const std::vector<double> adj = stats::holm_adjust(family);
+    auto significant = [&](const compare::Delta& d, double p_adj) {
+      return d.known && ci_valid(d) && p_adj < p.alpha && (d.ci_lo > 0 || d.ci_hi < 0);
+    };
+    auto timing_check = [&](const std::string& name, const compare::Delta& d, double p_adj,
+                            double mde, bool fail, bool pass, bool clear,
+                            const std::string& detail) {
+      // A pass needs a CI worth the name: from 2-4 repeats the bootstrap's is not (too_few).
+      const bool too_few = pass && !fail && r.too_few_repeats;
+      const std::string verdict = fail ? "fail" : pass && !too_few ? "pass" : "inconclusive";
+      Check c{name, verdict == "pass" || (verdict == "inconclusive" && p.on_inconclusive == "pass"),
+              detail + "; " + verdict_phrase(verdict, clear, too_few, p.on_inconclusive) + "; " +
+                  mde_phrase(mde, r.power) + inconclusive,
+              verdict};
+      c.p_value = p_of(d);
+      c.p_adjusted = p_adj;
+      c.mde_pct = mde;
+      r.checks.push_back(c);
+    };
+
+    // Throughput: the CI's upper end beyond the allowed slowdown, significantly, fails; its lower
+    // end within the allowance passes; else it straddles the bound.
+    {
+      const double bound_pct = -p.max_slowdown_pct;
+      const bool fail = significant(t, adj[0]) && t.ci_hi < bound_pct;
+      const bool pass = ci_valid(t) && t.ci_lo >= bound_pct;
+      timing_check("throughput", t, adj[0], r.power.tokens_per_sec_mde_pct, fail, pass,
+                   ci_valid(t) && t.ci_hi < bound_pct,
+                   "tokens/s " + fmt_delta(t, "%", adj[0]) +
+                       (fail ? "; slower than the allowed " : "; allowed slowdown ") +
+                       bound(p.max_slowdown_pct) + "%");
+    }
+    {
+      const bool fail = significant(l, adj[1]) && l.ci_lo > p.max_p99_regression_pct;
+      const bool pass = ci_valid(l) && l.ci_hi <= p.max_p99_regression_pct;
+      const std::string what =
+          r.tail.is_p99()
+              ? "P99 step time (n=" + n_per_arm(r.tail) + " per arm)"
+              : "step time " + r.tail.label + " per arm (too few for a P99: it needs " +
+                    std::to_string(p.p99_min_samples) + ")";
+      timing_check("p99 latency", l, adj[1], r.power.p99_mde_pct, fail, pass,
+                   ci_valid(l) && l.ci_lo > p.max_p99_regression_pct,
+                   what + " " + fmt_delta(l, "%", adj[1]) +
+                       (fail ? "; regression beyond the allowed " : "; allowed regression ") +
+                       bound(p.max_p99_regression_pct) + "%");
+    }
     if (p.min_speedup_pct) {
-      const bool ok = t.significant && t.point > 0 && t.point >= *p.min_speedup_pct;
-      r.checks.push_back(Check{"min speedup", ok,
-                               "required a significant speed-up of at least " +
-                                   bound(*p.min_speedup_pct) +
-                                   "%; measured " + fmt_delta(t, "%")});
+      // The CI's lower end must reach the required speed-up (a positive one significantly: a
+      // speed-up is a change); its upper end below it fails; else it straddles the requirement.
+      const double need = *p.min_speedup_pct;
+      const bool pass =
+          ci_valid(t) && t.ci_lo >= need && (need <= 0 || significant(t, adj[2]));
+      const bool fail = ci_valid(t) && t.ci_hi < need;
+      timing_check("min speedup", t, adj[2], r.power.tokens_per_sec_mde_pct, fail, pass,
+                   ci_valid(t) && t.ci_lo >= need,
+                   "required a significant speed-up of at least " + bound(need) +
+                       "% (the CI's lower bound); measured " + fmt_delta(t, "%", adj[2]));
     }
   }
   // A memory saving is a property of two arms: golden mode has one (its reference is a curve).
@@ -107,7 +182,10 @@ void apply(compare::CompareResult& r) {
   }
 
   bool all = true;
-  for (const auto& c : r.checks) all = all && c.passed;
+  for (auto& c : r.checks) {
+    if (c.verdict.empty()) c.verdict = c.passed ? "pass" : "fail";  // non-timing: pass or fail
+    all = all && c.passed;
+  }
   r.verdict = all ? "pass" : "fail";
   // An arm that stopped on its config (e.g. fp16 on a CPU) is the user's input, not a crash.
   const bool config_error =

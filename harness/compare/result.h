@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/config/config.h"
@@ -30,13 +31,17 @@ struct ArmResult {
   std::vector<RunSummary> repeats;                   // the timing repeats, in run order
   std::vector<double> tokens_per_sec_repeats;        // one value per repeat
   std::vector<double> mfu_repeats;                   // empty when the peak is unknown
+  std::vector<double> mfu_common_repeats;            // against the comparison's common peak
   std::vector<std::vector<double>> step_ms_repeats;  // timed step latencies per repeat
   // Aggregates over the repeats (median of per-repeat values; latency percentiles pooled).
   // NaN (written as null) until the timing repeats have run.
   double tokens_per_sec = NAN;
   double tokens_per_sec_ci_lo = NAN, tokens_per_sec_ci_hi = NAN;  // 95% bootstrap CI of that median
-  std::optional<double> mfu;
+  std::optional<double> mfu;         // against this arm's own peak (its dtype's)
+  std::optional<double> mfu_common;  // against CompareResult::common_peak (both arms the same)
   Percentiles step_ms{NAN, NAN, NAN, NAN};
+  int64_t step_ms_n = 0;     // the pooled timed steps behind step_ms
+  double step_ms_tail = NAN;  // the tail statistic (CompareResult::tail) over them
   int64_t peak_memory_bytes = 0;
   // Per rank, from the alignment run (harness/train/memory.h): what ZeRO shards, and the bytes one
   // rank sends through collectives per step. zero_stage and world_size from the arm's config.
@@ -110,9 +115,54 @@ struct Breakdown {
 };
 
 struct Check {
+  Check() = default;
+  Check(std::string name_, bool passed_, std::string detail_, std::string verdict_ = "")
+      : name(std::move(name_)),
+        passed(passed_),
+        detail(std::move(detail_)),
+        verdict(std::move(verdict_)) {}
   std::string name;
   bool passed = true;
   std::string detail;
+  // "pass" | "fail" | "inconclusive" (timing checks only: the CI straddles the bound; whether
+  // that passes is [gate] on_inconclusive). Empty = from `passed` (the non-timing checks).
+  std::string verdict;
+  // Timing checks: the Mann-Whitney p, Holm-adjusted over the timing checks, and the minimum
+  // detectable effect (percent) at this comparison's noise. NaN for the other checks.
+  double p_value = NAN, p_adjusted = NAN, mde_pct = NAN;
+};
+// A check's verdict word: its own, or "pass"/"fail" from `passed`.
+inline std::string verdict_of(const Check& c) {
+  return !c.verdict.empty() ? c.verdict : c.passed ? "pass" : "fail";
+}
+
+// The statistic the tail-latency check uses. A 99th percentile of n <= 100 steps interpolates
+// between the two slowest, of 150 between the 3rd and 2nd slowest; from [gate] p99_min_samples pooled
+// steps per arm (default 900: at least 9 steps above it) it is the P99, below that the maximum,
+// and the reports say which.
+struct TailStatistic {
+  double q = 99;               // the percentile the check computes: 99, or 100 (the maximum)
+  int64_t n_baseline = 0, n_variant = 0;  // pooled timed steps per arm
+  std::string label = "P99";   // "P99" | "max of 150 steps" (| "max of 150/149 steps")
+  bool is_p99() const { return q == 99; }
+};
+
+// The smallest change each timing statistic could have shown at this comparison's noise
+// (stats::min_detectable_effect at power 0.8; the noise: stats::pooled_cv_pct of the per-repeat
+// values). NaN = unknown (not timed, fewer than 2 repeats, zero means).
+struct Power {
+  bool known = false;  // timed with >= 2 repeats per arm
+  double tokens_per_sec_mde_pct = NAN, p99_mde_pct = NAN, p50_mde_pct = NAN;
+  double level = NAN;  // the two-sided level the MDEs are computed at (alpha / timing checks)
+  double power = 0.8;
+};
+
+// The one peak both arms' MFU is also shown against: the larger of the arms' own peaks (an arm's
+// MFU against a peak below its own could exceed 100%), so the common MFU delta moves with tokens/s.
+struct CommonPeak {
+  double flops = NAN;  // FLOP/s; NaN when either arm's peak is unknown
+  std::string arm;     // "baseline" | "variant": whose peak it is
+  std::string source;  // that arm's peak_flops_source
 };
 
 struct CompareResult {
@@ -132,13 +182,18 @@ struct CompareResult {
       "baseline run";  // or "history run #ID (commit ...)" (--against-history)
   Determinism determinism;
   struct {
-    Delta tokens_per_sec_pct, mfu_pts, p50_ms_pct, p99_ms_pct;
+    // p99_ms_pct: the tail statistic's change (tail.label says whether that is the P99).
+    // mfu_pts: each arm against its own peak; mfu_common_pts: both against common_peak.
+    Delta tokens_per_sec_pct, mfu_pts, mfu_common_pts, p50_ms_pct, p99_ms_pct;
     std::optional<double> memory_pct;  // peak memory change, percent
     // Memory per rank, percent change (harness/compare/memory_per_rank.h); unset when unknown.
     std::optional<double> param_bytes_per_rank_pct, grad_bytes_per_rank_pct,
         optimizer_state_bytes_per_rank_pct, comm_bytes_per_step_pct;
   } delta;
   Breakdown breakdown;
+  TailStatistic tail;
+  Power power;
+  CommonPeak common_peak;
   std::vector<Check> checks;
   std::string failed_arm;  // "baseline" | "variant" when a run failed
   std::string failure;

@@ -71,11 +71,14 @@ json arm_json(const ArmResult& a) {
           {"tokens_per_sec", number(a.tokens_per_sec)},
           {"tokens_per_sec_ci", {number(a.tokens_per_sec_ci_lo), number(a.tokens_per_sec_ci_hi)}},
           {"mfu", a.mfu ? number(*a.mfu) : json("unknown")},
+          {"mfu_common", a.mfu_common ? number(*a.mfu_common) : json("unknown")},
           {"step_ms",
            {{"p50", number(a.step_ms.p50)},
             {"p95", number(a.step_ms.p95)},
             {"p99", number(a.step_ms.p99)},
-            {"mean", number(a.step_ms.mean)}}},
+            {"mean", number(a.step_ms.mean)},
+            {"n", a.step_ms_n},
+            {"tail", number(a.step_ms_tail)}}},
           {"peak_memory_bytes", a.peak_memory_bytes},
           {"param_bytes_per_rank", a.memory.param_bytes_per_rank},
           {"grad_bytes_per_rank", a.memory.grad_bytes_per_rank},
@@ -144,7 +147,25 @@ json policy_json(const gate::Policy& p) {
           {"max_p99_regression_pct", number(p.max_p99_regression_pct)},
           {"max_slowdown_pct", number(p.max_slowdown_pct)},
           {"min_speedup_pct", opt(p.min_speedup_pct)},
-          {"min_memory_saving_pct", opt(p.min_memory_saving_pct)}};
+          {"min_memory_saving_pct", opt(p.min_memory_saving_pct)},
+          {"p99_min_samples", p.p99_min_samples},
+          {"on_inconclusive", p.on_inconclusive}};
+}
+
+json power_json(const CompareResult& r) {
+  if (!r.timed || !r.power.known) return nullptr;
+  return {{"tokens_per_sec_mde_pct", number(r.power.tokens_per_sec_mde_pct)},
+          {"p99_mde_pct", number(r.power.p99_mde_pct)},
+          {"p50_mde_pct", number(r.power.p50_mde_pct)},
+          {"power", number(r.power.power)},
+          {"level", number(r.power.level)}};
+}
+
+json common_peak_json(const CompareResult& r) {
+  if (!std::isfinite(r.common_peak.flops)) return nullptr;
+  return {{"flops", number(r.common_peak.flops)},
+          {"arm", r.common_peak.arm},
+          {"source", r.common_peak.source}};
 }
 
 }  // namespace
@@ -153,6 +174,7 @@ json to_json(const CompareResult& r) {
   json delta = {
       {"tokens_per_sec_pct", delta_json(r.delta.tokens_per_sec_pct)},
       {"mfu_pts", delta_json(r.delta.mfu_pts)},
+      {"mfu_common_pts", delta_json(r.delta.mfu_common_pts)},
       {"p50_ms_pct", delta_json(r.delta.p50_ms_pct)},
       {"p99_ms_pct", delta_json(r.delta.p99_ms_pct)},
       {"memory_pct", opt(r.delta.memory_pct)},
@@ -165,7 +187,13 @@ json to_json(const CompareResult& r) {
     changes.push_back({{"key", c.key}, {"baseline", c.before}, {"variant", c.after}});
   json checks = json::array();
   for (const auto& c : r.checks)
-    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+    checks.push_back({{"name", c.name},
+                      {"passed", c.passed},
+                      {"verdict", verdict_of(c)},
+                      {"detail", c.detail},
+                      {"p_value", number(c.p_value)},
+                      {"p_adjusted", number(c.p_adjusted)},
+                      {"mde_pct", number(c.mde_pct)}});
   return {{"verdict", r.verdict},
           {"exit_code", r.exit_code},
           {"mode", r.mode},
@@ -174,6 +202,9 @@ json to_json(const CompareResult& r) {
           {"baseline", arm_json(r.baseline)},
           {"variant", arm_json(r.variant)},
           {"delta", delta},
+          {"tail_statistic", r.timed ? json(r.tail.label) : json(nullptr)},
+          {"power", power_json(r)},
+          {"common_peak", common_peak_json(r)},
           {"changed_knobs", r.changed_knobs},
           {"class_source", r.klass_source},
           {"changes", changes},

@@ -24,7 +24,15 @@ const config::SectionSchema& gate_schema() {
               .range(1, 100)
               .kind(Knob::None),
           KeySpec::Int("repeats", 5, "timing repeats per arm").range(1, 1000).kind(Knob::None),
-          KeySpec::Int("timing_steps", 30, "timed steps per repeat").range(1, 1e9).kind(Knob::None),
+          KeySpec::Int("timing_steps", 200,
+                       "timed steps per repeat (a repeat never runs past run.steps)")
+              .range(1, 1e9)
+              .kind(Knob::None),
+          KeySpec::Int("p99_min_samples", 900,
+                       "pooled timed steps per arm from which the tail check is the P99; fewer: "
+                       "the maximum, named as such")
+              .range(100, 1e12)
+              .kind(Knob::None),
           KeySpec::Float("alpha", 0.05, "significance level").range(1e-6, 0.5).kind(Knob::None),
           KeySpec::Int("bootstrap", 2000, "bootstrap resamples").range(100, 1e7).kind(Knob::None),
           KeySpec::Float("max_p99_regression_pct", 0.0,
@@ -44,6 +52,11 @@ const config::SectionSchema& gate_schema() {
               .range(-1e6, 100)
               .kind(Knob::None)
               .unset_by_default(),
+          KeySpec::Str("on_inconclusive", "pass",
+                       "what a timing check whose CI straddles its bound does to the exit: pass | "
+                       "fail")
+              .one_of({"pass", "fail"})
+              .kind(Knob::None),
           KeySpec::Str("alignment", std::nullopt,
                        "how the loss must align: exact | approximate (seed band) | none "
                        "(unset: from the changed keys' classes; an external arm: exact)")
@@ -78,6 +91,8 @@ Policy Policy::from(const config::Config& c) {
   p.seeds = c.integer("gate.seeds");
   p.repeats = c.integer("gate.repeats");
   p.timing_steps = c.integer("gate.timing_steps");
+  p.p99_min_samples = c.integer("gate.p99_min_samples");
+  p.on_inconclusive = c.str("gate.on_inconclusive");
   p.alpha = c.number("gate.alpha");
   p.bootstrap = c.integer("gate.bootstrap");
   p.max_p99_regression_pct = c.number("gate.max_p99_regression_pct");
@@ -103,7 +118,11 @@ std::string Policy::describe() const {
   o << "every reported value finite\n"
     << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
     << " per arm, 95% bootstrap CIs ("
-    << bootstrap << " resamples)";
+    << bootstrap << " resamples), Holm-corrected over the timing checks\n"
+    << "tail statistic: P99 from " << p99_min_samples
+    << " pooled timed steps per arm, else the maximum (" << util::count_of(timing_steps, "timed step")
+    << " per repeat)\n"
+    << "inconclusive timing check (CI straddles its bound): " << on_inconclusive;
   return o.str();
 }
 

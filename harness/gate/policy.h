@@ -14,13 +14,23 @@ struct Policy {
   int64_t check_step = 0;     // 0 = the last step
   int64_t seeds = 2;          // extra baseline seeds for the band (approximate knobs)
   int64_t repeats = 5;        // timing repeats per arm (interleaved A B B A ...)
-  int64_t timing_steps = 30;  // timed steps per repeat (after run.warmup_steps)
+  // Timed steps per repeat (after run.warmup_steps and the profiled window). A repeat replays the
+  // first steps of the full run, so it never runs past run.steps: a 200-step config times 190
+  // steps per repeat, 5 x 190 = 950 pooled per arm, enough for a P99 (p99_min_samples).
+  int64_t timing_steps = 200;
+  // Pooled timed steps per arm from which the tail check uses (and names) the P99: 900 leaves at
+  // least 9 steps above it. Below it the tail check uses the maximum and says so ("max of 150
+  // steps").
+  int64_t p99_min_samples = 900;
   double alpha = 0.05;        // significance level (Mann-Whitney U, two-sided)
   int64_t bootstrap = 2000;   // bootstrap resamples for the confidence intervals
   double max_p99_regression_pct = 0;
   double max_slowdown_pct = 0;
   std::optional<double> min_speedup_pct;
   std::optional<double> min_memory_saving_pct;
+  // What an inconclusive timing check (its CI straddles the bound) does to the exit: "pass" |
+  // "fail". The check's verdict word says "inconclusive" either way.
+  std::string on_inconclusive = "pass";
   // How the variant's loss must align, when the variant declares it: "exact" | "approximate" |
   // "none". Unset: from the knob classes of the changed keys (an external arm: "exact").
   std::optional<std::string> alignment;

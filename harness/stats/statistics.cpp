@@ -1,6 +1,7 @@
 #include "harness/stats/statistics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -270,6 +271,78 @@ std::vector<double> rolling_robust_z(const std::vector<double>& x, size_t window
     }
   }
   return z;
+}
+
+double normal_quantile(double p) {
+  if (std::isnan(p) || p < 0 || p > 1) return kNaN;
+  if (p == 0) return -kInf;
+  if (p == 1) return kInf;
+  // Acklam (2003): rational approximations on the central region and the two tails.
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  constexpr double lo = 0.02425, hi = 1 - lo;
+  double x;
+  if (p < lo) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p <= hi) {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  } else {
+    const double q = std::sqrt(-2 * std::log1p(-p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  // One Halley step on Phi(x) - p, Phi(x) = erfc(-x/sqrt(2))/2: full double precision.
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * 2.5066282746310002 * std::exp(x * x / 2);  // sqrt(2 pi)
+  return x - u / (1 + x * u / 2);
+}
+
+double pooled_cv_pct(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2 || b.size() < 2 || !all_finite(a) || !all_finite(b)) return kNaN;
+  const double ma = mean(a), mb = mean(b);
+  if (ma == 0 || mb == 0) return kNaN;
+  const double cva = stddev(a) / ma, cvb = stddev(b) / mb;
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
+  return 100 * std::sqrt(((na - 1) * cva * cva + (nb - 1) * cvb * cvb) / (na + nb - 2));
+}
+
+double min_detectable_effect(double sigma, size_t na, size_t nb, double alpha, double power) {
+  if (!std::isfinite(sigma) || sigma < 0 || na < 2 || nb < 2) return kNaN;
+  if (!(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) return kNaN;
+  const double factor = normal_quantile(1 - alpha / 2) + normal_quantile(power);
+  return factor * sigma *
+         std::sqrt(1.0 / static_cast<double>(na) + 1.0 / static_cast<double>(nb));
+}
+
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  const size_t k = p.size();
+  std::vector<size_t> order(k);
+  for (size_t i = 0; i < k; ++i) order[i] = i;
+  // Ascending, NaN last; stable, so ties keep their input order (and get the same value anyway).
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (std::isnan(p[x])) return false;
+    if (std::isnan(p[y])) return true;
+    return p[x] < p[y];
+  });
+  std::vector<double> out(k, kNaN);
+  double running = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const double pj = p[order[j]];
+    if (std::isnan(pj)) break;  // the rest are NaN too
+    running = std::max(running, std::min(1.0, static_cast<double>(k - j) * pj));
+    out[order[j]] = running;
+  }
+  return out;
 }
 
 }  // namespace lockstep::stats

@@ -93,6 +93,33 @@ constexpr size_t kMannWhitneyExactMaxN = 20;
 // method="asymptotic"); p = 1 when every value is equal. Empty input or any NaN -> NaN u and p.
 MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
 
+// The standard normal quantile function Phi^-1(p) (Acklam's rational approximation, refined by one
+// Halley step on std::erfc: |error| < 1e-12). p = 0 -> -inf, p = 1 -> +inf; p outside [0,1] or NaN
+// -> NaN. normal_quantile(0.975) = 1.959964..., normal_quantile(0.8) = 0.841621...
+double normal_quantile(double p);
+
+// Relative noise of two samples of per-repeat values (one value per repeat, e.g. tokens/s): each
+// arm's sample standard deviation as a percent of its own mean, pooled over the arms by degrees of
+// freedom, 100*sqrt(((na-1)*cv_a^2 + (nb-1)*cv_b^2) / (na+nb-2)). Each arm is scaled by its own
+// mean, so a real difference between the arms does not count as noise. NaN if either sample has
+// fewer than 2 values, any value is NaN or infinite, or a mean is 0. 0 for constant samples.
+double pooled_cv_pct(const std::vector<double>& a, const std::vector<double>& b);
+
+// Minimum detectable effect of a two-sided two-sample comparison of means (normal approximation):
+// (z_{1-alpha/2} + z_{power}) * sigma * sqrt(1/na + 1/nb), in sigma's unit (sigma = noise per
+// repeat; with pooled_cv_pct, percent of the mean). Equal arms of n: the familiar
+// factor * sigma * sqrt(2/n), factor 2.80 at alpha 0.05 and power 0.8. NaN if sigma is NaN,
+// infinite or negative, na or nb < 2, alpha or power outside (0,1). sigma 0 -> 0.
+double min_detectable_effect(double sigma, size_t na, size_t nb, double alpha, double power);
+
+// Holm's (1979) step-down adjusted p-values, in the input's order: with the k p-values sorted
+// ascending p(1) <= ... <= p(k), adjusted p(i) = max over j <= i of min(1, (k-j+1) * p(j)).
+// Rejecting where adjusted p < alpha keeps the family-wise error rate at alpha under any
+// dependence. Tied p-values get the same adjusted value. A NaN p-value stays NaN and still counts
+// in k (a test of the family whose p is unknown is not dropped from it: conservative); it sorts
+// last, so it changes no other value's order. Empty -> empty; k = 1 -> the p-value (capped at 1).
+std::vector<double> holm_adjust(const std::vector<double>& p);
+
 // Robust z-score of each point against the preceding `window` points: (x[i] - median) /
 // (1.4826 * MAD). Non-finite predecessors are left out; NaN while fewer than 3 finite
 // predecessors remain (so always NaN for window < 3) and for a NaN point. When MAD is 0: 0 if the
