@@ -88,50 +88,36 @@ mapfile -t sources < <(cd "$root" && find harness workloads variants reports exa
 cuda_tests=(tests/cuda_path_test.cpp tests/fused_cuda_test.cpp)
 mapfile -t cu_sources < <(cd "$root" && find harness workloads variants reports examples -name '*.cu' 2>/dev/null | sort)
 
-# Whether a file reaches a LibTorch header through the project's own includes.
-declare -A reaches=()
-reaches_torch() {
-  local f=$1
-  [ -n "${reaches[$f]:-}" ] && { [ "${reaches[$f]}" = 1 ]; return; }
-  reaches[$f]=0  # cycles end here
-  if grep -qE '^#include <(torch|ATen|c10)/' "$root/$f"; then
-    reaches[$f]=1
+# reaches PATTERN MEMO FILE: whether FILE matches the extended regex PATTERN, itself or through the
+# project's own includes; MEMO names the associative array that caches the answers for PATTERN.
+# shellcheck disable=SC2004  # seen is an associative array (a nameref): [$f] is a key
+reaches() {
+  local pattern=$1 f=$3
+  local -n seen=$2
+  [ -n "${seen[$f]:-}" ] && { [ "${seen[$f]}" = 1 ]; return; }
+  seen[$f]=0  # cycles end here
+  if grep -qE "$pattern" "$root/$f"; then
+    seen[$f]=1
     return 0
   fi
   local inc
   while read -r inc; do
     [ -f "$root/$inc" ] || continue
-    if reaches_torch "$inc"; then
-      reaches[$f]=1
+    if reaches "$pattern" "$2" "$inc"; then
+      seen[$f]=1
       return 0
     fi
   done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$root/$f")
   return 1
 }
+# Whether a file reaches a LibTorch header; whether it tests a CUDA define.
+# shellcheck disable=SC2034  # used through reaches' nameref
+declare -A reaches_torch_memo=() tests_cuda_memo=()
+reaches_torch() { reaches '^#include <(torch|ATen|c10)/' reaches_torch_memo "$1"; }
+tests_cuda_define() { reaches 'LOCKSTEP_WITH_CUDA|USE_C10D_NCCL|USE_CUDA|__CUDACC__' tests_cuda_memo "$1"; }
 torch_sources=()
 for f in "${sources[@]}"; do reaches_torch "$f" && torch_sources+=("$f"); done
 
-# Whether a file tests a CUDA define, itself or through the project's own includes.
-cuda_define='LOCKSTEP_WITH_CUDA|USE_C10D_NCCL|USE_CUDA|__CUDACC__'
-declare -A tests_cuda=()
-tests_cuda_define() {
-  local f=$1
-  [ -n "${tests_cuda[$f]:-}" ] && { [ "${tests_cuda[$f]}" = 1 ]; return; }
-  tests_cuda[$f]=0  # cycles end here
-  if grep -qE "$cuda_define" "$root/$f"; then
-    tests_cuda[$f]=1
-    return 0
-  fi
-  local inc
-  while read -r inc; do
-    [ -f "$root/$inc" ] || continue
-    if tests_cuda_define "$inc"; then
-      tests_cuda[$f]=1
-      return 0
-    fi
-  done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$root/$f")
-  return 1
-}
 # The cuda pass: every LibTorch source and test, and the LibTorch-free sources that test a CUDA
 # define (the others compile exactly as the build compiled them).
 cuda_sources=()
