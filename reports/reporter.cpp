@@ -80,23 +80,17 @@ std::string text::timing_summary(const compare::CompareResult& r) {
 }
 
 namespace {
-std::string n_of(const compare::CompareResult& r) {
-  const auto& t = r.tail;
-  return t.n_baseline == t.n_variant ? std::to_string(t.n_baseline)
-                                     : std::to_string(t.n_baseline) + "/" +
-                                           std::to_string(t.n_variant);
-}
 std::string pct_or_unknown(double x) {
   return std::isfinite(x) ? text::fixed(x, 1) + "%" : "unknown";
 }
 }  // namespace
 
 std::string text::p50_label(const compare::CompareResult& r) {
-  return "step ms, P50 (n=" + n_of(r) + ")";
+  return "step ms, P50 (n=" + r.tail.n_per_arm() + ")";
 }
 
 std::string text::tail_label(const compare::CompareResult& r) {
-  return r.tail.is_p99() ? "step ms, P99 (n=" + n_of(r) + ")" : "step ms, " + r.tail.label;
+  return r.tail.is_p99() ? "step ms, P99 (n=" + r.tail.n_per_arm() + ")" : "step ms, " + r.tail.label;
 }
 
 std::string text::mfu_own_label() { return "MFU (own peak)"; }

@@ -207,9 +207,7 @@ TailStatistic tail_statistic(int64_t nb, int64_t nv, int64_t min_samples) {
   t.n_variant = nv;
   if (std::min(nb, nv) >= min_samples) return t;  // q 99, "P99"
   t.q = 100;
-  t.label = "max of " + (nb == nv ? std::to_string(nb)
-                                   : std::to_string(nb) + "/" + std::to_string(nv)) +
-            " steps";
+  t.label = "max of " + t.n_per_arm() + " steps";
   return t;
 }
 

@@ -49,12 +49,6 @@ std::string mde_phrase(double mde, const compare::Power& pw) {
   return buf;
 }
 
-std::string n_per_arm(const compare::TailStatistic& t) {
-  return t.n_baseline == t.n_variant
-             ? std::to_string(t.n_baseline)
-             : std::to_string(t.n_baseline) + "/" + std::to_string(t.n_variant);
-}
-
 }  // namespace
 
 void apply(compare::CompareResult& r) {
@@ -134,7 +128,7 @@ void apply(compare::CompareResult& r) {
       const bool pass = ci_valid(l) && l.ci_hi <= p.max_p99_regression_pct;
       const std::string what =
           r.tail.is_p99()
-              ? "P99 step time (n=" + n_per_arm(r.tail) + " per arm)"
+              ? "P99 step time (n=" + r.tail.n_per_arm() + " per arm)"
               : "step time " + r.tail.label + " per arm (too few for a P99: it needs " +
                     std::to_string(p.p99_min_samples) + ")";
       timing_check("p99 latency", l, adj[1], r.power.p99_mde_pct, fail, pass,

@@ -145,6 +145,11 @@ struct TailStatistic {
   int64_t n_baseline = 0, n_variant = 0;  // pooled timed steps per arm
   std::string label = "P99";   // "P99" | "max of 150 steps" (| "max of 150/149 steps")
   bool is_p99() const { return q == 99; }
+  // "150" when both arms pooled as many steps, else "150/149" (baseline/variant).
+  std::string n_per_arm() const {
+    return n_baseline == n_variant ? std::to_string(n_baseline)
+                                   : std::to_string(n_baseline) + "/" + std::to_string(n_variant);
+  }
 };
 
 // The smallest change each timing statistic could have shown at this comparison's noise
