@@ -19,6 +19,7 @@ struct Sharding::Unit {
   torch::Tensor decay;       // 1 where weight decay applies, shaped like master
   bool gathered = true;
   bool grad_live = true;
+  torch::Tensor saved;  // perturb_params: the unperturbed values until restore_params
 };
 
 Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
@@ -243,6 +244,39 @@ void Sharding::perturb_grads(double std, uint64_t seed) {
     auto noise =
         at::normal(0.0, std, {g.numel()}, gen, torch::TensorOptions().dtype(torch::kFloat32));
     g.add_(noise.to(g.device()));
+  }
+}
+
+void Sharding::perturb_params(double rel, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  for (auto& u : units_) {
+    // e over the whole padded unit, from one generator: the same noise whatever the stage.
+    auto e = at::rand({u->padded}, gen, torch::TensorOptions().dtype(torch::kFloat32));
+    e.mul_(2.0 * rel).sub_(rel).add_(1.0);
+    // The matrices only (the weights autocast rounds for its matmuls); vectors and padding keep 1.
+    int64_t end = 0;
+    for (size_t k = 0; k < u->params.size(); ++k) {
+      const int64_t off = u->offsets[k], n = u->params[k].numel();
+      if (u->params[k].dim() < 2) e.narrow(0, off, n).fill_(1.0);
+      end = off + n;
+    }
+    if (end < u->padded) e.narrow(0, end, u->padded - end).fill_(1.0);
+    // Stages 0-2 compute with `full` (stage 1-2's master is a view of its shard); stage 3 gathers
+    // `full` from the owned master before each unit's forward and backward.
+    auto& target = stage_ == 3 ? u->master : u->full;
+    if (stage_ == 3) e = e.narrow(0, comm_.rank() * u->shard, u->shard);
+    u->saved = target.clone();
+    target.mul_(e.to(target.device()));
+  }
+}
+
+void Sharding::restore_params() {
+  torch::NoGradGuard no_grad;
+  for (auto& u : units_) {
+    if (!u->saved.defined()) continue;
+    (stage_ == 3 ? u->master : u->full).copy_(u->saved);
+    u->saved = torch::Tensor();
   }
 }
 

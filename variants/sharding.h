@@ -60,6 +60,14 @@ class Sharding final : public workloads::UnitHooks {
   void scale_grads(double s);
   // Adds noise ~ N(0, std^2) to the reduced gradient (fault injection: an exploding gradient).
   void perturb_grads(double std, uint64_t seed);
+  // Rounding-sized noise on the parameters the step computes with (the comparison's
+  // numerical-noise envelope): each weight matrix element (dim >= 2: the matmul and embedding
+  // weights; biases and LayerNorm stay) x (1 + e), e ~ U(-rel, rel), the same e at every
+  // ZeRO stage and on every rank (drawn over the whole padded unit, each rank keeping its slice at
+  // stage 3). restore_params() puts the unperturbed values back before the update, as autocast
+  // computes with a rounded copy of the fp32 master weights and updates the master.
+  void perturb_params(double rel, uint64_t seed);
+  void restore_params();
   // The optimizer update on the owned slices at 1-based optimizer step t, then re-assembles
   // parameters.
   void step(double lr, int64_t t);

@@ -43,6 +43,19 @@ const config::SectionSchema& faults_schema() {
           KeySpec::Int("kill_at", 0, "step at which kill_rank dies")
               .range(0, 1e12)
               .kind(Knob::Fault),
+          KeySpec::Float("logit_scale_drift", 0.0,
+                         "a silent numerics bug: attention logits x (1 + this) (0 = off)")
+              .range(-0.9, 100)
+              .kind(Knob::Fault),
+          KeySpec::Float("weight_rounding_noise", 0.0,
+                         "each step computes with every weight matrix x (1 + U(-x, x)), the update "
+                         "applies to the unperturbed ones (the comparison's noise envelope; 0 = "
+                         "off)")
+              .range(0, 0.1)
+              .kind(Knob::Fault),
+          KeySpec::Int("noise_seed", 0, "seed of weight_rounding_noise (with run.seed and the step)")
+              .range(0, 1e9)
+              .kind(Knob::Fault),
       },
       nullptr,
   };
@@ -51,7 +64,8 @@ const config::SectionSchema& faults_schema() {
 
 bool FaultConfig::any() const {
   return stall_every || slowdown_pct > 0 || nonfinite_at || corrupt_batch_at || lr_spike_at ||
-         grad_blowup_at || (stall_rank >= 0 && stall_at) || (kill_rank >= 0 && kill_at);
+         grad_blowup_at || (stall_rank >= 0 && stall_at) || (kill_rank >= 0 && kill_at) ||
+         logit_scale_drift != 0 || weight_rounding_noise > 0;
 }
 
 FaultConfig FaultConfig::from(const config::Config& c) {
@@ -67,6 +81,9 @@ FaultConfig FaultConfig::from(const config::Config& c) {
   f.stall_at = c.integer("faults.stall_at");
   f.kill_rank = c.integer("faults.kill_rank");
   f.kill_at = c.integer("faults.kill_at");
+  f.logit_scale_drift = c.number("faults.logit_scale_drift");
+  f.weight_rounding_noise = c.number("faults.weight_rounding_noise");
+  f.noise_seed = c.integer("faults.noise_seed");
   return f;
 }
 

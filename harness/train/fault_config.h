@@ -21,6 +21,16 @@ struct FaultConfig {
   int64_t stall_at = 0;
   int64_t kill_rank = -1;  // this rank SIGKILLs itself at step kill_at (fault-tolerance tests)
   int64_t kill_at = 0;
+  // A silent numerics bug for testing the gate: the attention logits (q k^T / sqrt(hd)) are
+  // multiplied by (1 + logit_scale_drift). 0 = off.
+  double logit_scale_drift = 0;
+  // Rounding-sized noise: every step's forward and backward compute with each parameter x (1 + e),
+  // e ~ U(-weight_rounding_noise, +weight_rounding_noise), drawn from (run.seed, noise_seed,
+  // step); the update applies to the unperturbed weights. The comparison's numerical-noise
+  // envelope runs the baseline with the variant dtype's unit roundoff here
+  // (harness/compare/envelope.h). 0 = off.
+  double weight_rounding_noise = 0;
+  int64_t noise_seed = 0;
 
   bool stalls_at(int64_t step) const { return stall_every > 0 && step % stall_every == 0; }
   bool any() const;

@@ -23,6 +23,14 @@ void spin_ms(double ms) {
   }
 }
 
+// splitmix64's finalizer over a ^ b: distinct (seed, noise seed, step) give unrelated streams.
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 void sleep_ms(double ms) {
   if (ms > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
@@ -46,7 +54,25 @@ void FaultInjector::on_loss(int64_t step, torch::Tensor& loss, torch::Tensor& tr
   train_loss = loss;
 }
 
+workloads::AttentionKernel FaultInjector::attention(workloads::AttentionKernel kernel) const {
+  if (cfg_.logit_scale_drift == 0) return kernel;
+  const double s = 1.0 + cfg_.logit_scale_drift;
+  return [kernel = std::move(kernel), s](const torch::Tensor& q, const torch::Tensor& k,
+                                         const torch::Tensor& v) {
+    return kernel(q * s, k, v);  // (B, H, T, hd): logits (q s) k^T = s (q k^T)
+  };
+}
+
+void FaultInjector::on_params(int64_t step, variants::Sharding& params) const {
+  if (cfg_.weight_rounding_noise <= 0) return;
+  // One stream per (run seed, noise seed, step): the envelope's runs differ only in noise_seed.
+  params.perturb_params(
+      cfg_.weight_rounding_noise,
+      mix(mix(seed_, static_cast<uint64_t>(cfg_.noise_seed)), static_cast<uint64_t>(step)));
+}
+
 void FaultInjector::on_grads(int64_t step, variants::Sharding& grads) const {
+  if (cfg_.weight_rounding_noise > 0) grads.restore_params();
   if (cfg_.grad_blowup_at != step) return;
   // An exploding gradient: noise far above the gradient's own scale, in a random direction.
   auto sq = grads.unit_grad_norms_sq();

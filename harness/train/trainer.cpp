@@ -369,7 +369,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
   s.kernels = registry::kernels_for(cfg);
-  s.model = workloads::GPT(s.model_cfg, workloads::ModelKernels{s.kernels.attention,
+  s.model = workloads::GPT(s.model_cfg, workloads::ModelKernels{s.faults.attention(s.kernels.attention),
                                                                  s.kernels.activation,
                                                                  s.kernels.layer_norm});
   s.model->to(s.device);
@@ -501,6 +501,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     const bool graphed = s.graphed(step);
     timer.start();
     s.sharding->begin_step();
+    s.faults.on_params(step, *s.sharding);
     torch::Tensor loss_sum =
         torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(s.device));
     for (int64_t micro = 0; micro < A; ++micro) {
