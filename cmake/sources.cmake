@@ -57,6 +57,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/compare_plots.cpp
   reports/bisect_console.cpp
   harness/compare/analysis.cpp
+  harness/compare/envelope.cpp
   harness/compare/plan.cpp
   harness/compare/execute.cpp
   harness/compare/analyse.cpp

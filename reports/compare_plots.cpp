@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 namespace lockstep::reports {
@@ -57,9 +58,26 @@ Plot loss_difference_plot(const compare::CompareResult& r) {
   std::string s =
       "set xlabel 'step'\nset ylabel 'loss(variant) - loss(baseline)'\nset format y '%g'\n"
       "set offsets 0, 0, graph 0.35, graph 0.08\n";
-  std::string plot =
-      "plot 'diff.dat' using 1:2 with lines lw 2 lc rgb '#5f3dc4' title 'difference'";
-  if (std::isfinite(allowed) && allowed > 0) {
+  std::map<std::string, std::string> data{{"diff.dat", d}};
+  std::string plot;
+  if (a.envelope) {
+    // The envelope around the difference curve: +/- c E(step), shaded.
+    std::string e;
+    for (size_t i = 0; i < a.envelope->values.size(); ++i) {
+      const double w = a.envelope->factor * a.envelope->values[i];
+      if (std::isfinite(w))
+        e += std::to_string(i + 1) + " " + gnuplot_number(-w) + " " + gnuplot_number(w) + "\n";
+    }
+    if (!e.empty()) {
+      data["envelope.dat"] = e;
+      plot = "plot 'envelope.dat' using 1:2:3 with filledcurves lc rgb '#b2f2bb' fs solid 0.5 title " +
+             gnuplot_quote("+/- " + gnuplot_number(a.envelope->factor) + " x noise envelope") +
+             ", ";
+    }
+  }
+  plot += std::string(plot.empty() ? "plot " : "") +
+          "'diff.dat' using 1:2 with lines lw 2 lc rgb '#5f3dc4' title 'difference'";
+  if (!a.envelope && std::isfinite(allowed) && allowed > 0) {
     plot += ", " + gnuplot_number(allowed) + " with lines dt 2 lw 1.5 lc rgb '#2b8a3e' title " +
             gnuplot_quote(band ? "+/- seed band half-width" : "+/- tolerance") + ", " +
             gnuplot_number(-allowed) + " with lines dt 2 lw 1.5 lc rgb '#2b8a3e' notitle";
@@ -68,7 +86,7 @@ Plot loss_difference_plot(const compare::CompareResult& r) {
   if (a.check_step > 0)
     s += "set arrow from " + std::to_string(a.check_step) + ", graph 0 to " +
          std::to_string(a.check_step) + ", graph 1 nohead dt 3 lc rgb '#888888'\n";
-  return run_gnuplot(s + plot, {{"diff.dat", d}}, "lossdiff", "loss difference");
+  return run_gnuplot(s + plot, data, "lossdiff", "loss difference");
 }
 
 Plot latency_plot(const compare::CompareResult& r) {

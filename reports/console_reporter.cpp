@@ -106,6 +106,19 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
                     "half-width " + general(a.band->half_width) +
                         (a.band->inside ? ", variant inside" : ", variant OUTSIDE")});
   }
+  if (a.envelope)
+    rows.push_back({"envelope", std::to_string(a.envelope->runs) + " runs, noise " +
+                                    a.envelope->noise_source,
+                    "E(" + std::to_string(a.check_step) + ") " + general(a.envelope->at_check),
+                    "bound " + general(a.envelope->factor) + " x E = " +
+                        general(a.envelope->bound_at_check) +
+                        (a.envelope->inside ? ", variant inside" : ", variant OUTSIDE")});
+  if (a.curve.judged)
+    rows.push_back({"curve rule", "steps " + std::to_string(a.curve.from_step) + "-" +
+                                      std::to_string(a.curve.to_step),
+                    "mean |delta| " + general(a.curve.value),
+                    "bound " + general(a.curve.bound) +
+                        (a.curve.passed ? ", within" : ", EXCEEDED")});
   rows.push_back({"curve", "max |delta| " + general(a.max_abs_diff),
                   a.first_divergent_step
                       ? "first divergent step " + std::to_string(a.first_divergent_step)

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "harness/compare/memory_per_rank.h"
+#include "harness/util/format.h"
 #include "reports/compare_plots.h"
 #include "reports/html_page.h"
 #include "reports/memory_table.h"
@@ -105,6 +106,23 @@ void alignment(std::ostream& o, const compare::CompareResult& r) {
                          : "<span class=\"no\">outside</span>")
       << ".</p>\n";
   }
+  if (a.envelope)
+    o << "<p>Noise envelope from " << a.envelope->runs
+      << " perturbed baseline runs (weight noise " << html_escape(a.envelope->noise_source)
+      << ", trailing window " << a.envelope->window << " steps): E(" << a.check_step
+      << ") = " << fixed(a.envelope->at_check, 6) << ", bound " << util::format_number("%g", a.envelope->factor)
+      << " × E = " << fixed(a.envelope->bound_at_check, 6) << "; the variant is "
+      << (a.envelope->inside ? "<span class=\"yes\">inside</span>"
+                             : "<span class=\"no\">outside</span>")
+      << ".</p>\n";
+  if (a.curve.judged)
+    o << "<p>Curve rule: mean |Δ| over steps " << a.curve.from_step << "–" << a.curve.to_step
+      << " = " << fixed(a.curve.value, 6) << ", bound " << fixed(a.curve.bound, 6) << " ("
+      << (a.curve.bound_rule == "tolerance" ? "the tolerance" : "factor × mean envelope")
+      << "): "
+      << (a.curve.passed ? "<span class=\"yes\">within</span>"
+                         : "<span class=\"no\">exceeded</span>")
+      << ".</p>\n";
   o << "<div class=\"plots\">" << figure("Loss vs step", loss_curves_plot(r))
     << figure("Loss difference (variant − baseline)", loss_difference_plot(r))
     << "</div></section>\n";

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "harness/compare/memory_per_rank.h"
+#include "harness/util/format.h"
 #include "reports/memory_table.h"
 #include "reports/run_console.h"
 
@@ -110,6 +111,17 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     << markdown_row({"loss", a.baseline_rounded, a.variant_rounded, fixed(a.abs_diff, 6),
                      fixed(a.tolerance, 6), fixed(a.max_abs_diff, 6),
                      a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
+  if (a.envelope)
+    o << "\nNoise envelope (" << a.envelope->runs << " perturbed baseline runs, weight noise "
+      << markdown_escape(a.envelope->noise_source) << "): E(" << a.check_step
+      << ") = " << fixed(a.envelope->at_check, 6) << ", bound " << util::format_number("%g", a.envelope->factor)
+      << " × E = " << fixed(a.envelope->bound_at_check, 6) << "; variant "
+      << (a.envelope->inside ? "inside" : "**outside**") << "\n";
+  if (a.curve.judged)
+    o << "\nCurve rule: mean |Δ| over steps " << a.curve.from_step << "–" << a.curve.to_step
+      << " = " << fixed(a.curve.value, 6) << ", bound " << fixed(a.curve.bound, 6) << " ("
+      << (a.curve.bound_rule == "tolerance" ? "the tolerance" : "factor × mean envelope") << "); "
+      << (a.curve.passed ? "within" : "**exceeded**") << "\n";
   if (a.band)
     o << "\nSeed band: " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4) << " (half-width "
       << fixed(a.band->half_width, 6) << ", " << a.band->seeds.size() << " seeds); variant "

@@ -291,7 +291,9 @@ TEST(Compare, FusedAttentionIsExactAndPasses) {
   EXPECT_EQ(st.code, 0) << lockstep::util::last_nonempty_line(tmp.path() / "browser.log");
 }
 
-TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
+// bf16 is judged against the noise envelope: 3 baseline runs at the same seed with bf16-sized
+// weight noise (2^-8), the variant inside c x E at the check step and over the curve's last 20%.
+TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
   TempDir tmp;
   // 30 timed steps per repeat on both arms (the suite's cost; the default is 200, for a P99).
   auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml",
@@ -299,12 +301,31 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheSeedBand) {
                          "--set-variant", "gate.timing_steps=30", "--out", tmp / "c"},
                         tmp.path());
   auto rep = read_json(tmp.path() / "c" / "report.json");
-  EXPECT_EQ(rep["alignment"]["class"], "approximate");
-  ASSERT_TRUE(rep["alignment"]["seed_band"].is_object()) << r.output;
-  EXPECT_EQ(rep["alignment"]["seed_band"]["seeds"].size(), 3u);
-  EXPECT_GT(rep["alignment"]["seed_band"]["half_width"].get<double>(), 0);
-  EXPECT_EQ(rep["alignment"]["aligned"].get<bool>(),
-            rep["alignment"]["seed_band"]["inside"].get<bool>());
+  const auto& a = rep["alignment"];
+  EXPECT_EQ(a["class"], "approximate");
+  EXPECT_EQ(a["rule"], "envelope");
+  EXPECT_TRUE(a["seed_band"].is_null());
+  ASSERT_TRUE(a["envelope"].is_object()) << r.output;
+  const auto& e = a["envelope"];
+  EXPECT_EQ(e["runs"], 3);
+  EXPECT_EQ(e["noise"], 0.00390625);
+  EXPECT_EQ(e["noise_source"], "unit roundoff of bf16 (2^-8)");
+  EXPECT_EQ(e["window"], 3);  // 5% of 60 steps
+  ASSERT_EQ(e["values"].size(), 60u);
+  // The perturbed runs drift from the baseline: E grows from ~0 at step 1.
+  EXPECT_GT(e["values"][59].get<double>(), e["values"][0].get<double>());
+  EXPECT_DOUBLE_EQ(e["at_check"].get<double>(), e["values"][59].get<double>());
+  EXPECT_EQ(e["inside"].get<bool>(),
+            a["abs_diff"].get<double>() <= e["bound_at_check"].get<double>());
+  EXPECT_EQ(a["curve"]["from_step"], 49);
+  EXPECT_EQ(a["curve"]["bound_rule"], "factor x mean envelope");
+  EXPECT_EQ(a["aligned"].get<bool>(),
+            e["inside"].get<bool>() && a["curve"]["passed"].get<bool>());
+  // The perturbed runs are real runs at the comparison seed, each with its noise seed.
+  const auto cfg = slurp(tmp.path() / "c" / "arms" / "baseline-noise2" / "config.toml");
+  EXPECT_NE(cfg.find("weight_rounding_noise = 0.00390625"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("noise_seed = 2"), std::string::npos) << cfg;
+  EXPECT_TRUE(a["aligned"].get<bool>()) << a["explanation"];
   const auto& t = rep["delta"]["tokens_per_sec_pct"];
   EXPECT_TRUE(t["significant"].get<bool>()) << r.output;
   EXPECT_GT(t["value"].get<double>(), 10.0) << r.output;

@@ -35,36 +35,43 @@ bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-TEST(ComparisonPlan, AnApproximateKnobGetsTheSeedBandAndInterleavedRepeats) {
+TEST(ComparisonPlan, AnApproximateKnobGetsTheNoiseEnvelopeAndInterleavedRepeats) {
   const auto p = plan_comparison(bf16_request());
   EXPECT_EQ(p.mode, "ab");
   EXPECT_EQ(p.klass, "approximate");
+  EXPECT_EQ(p.approximate_rule, "envelope");
   EXPECT_EQ(p.parallel, 2);
   EXPECT_EQ(p.policy.repeats, 3);
   ASSERT_FALSE(p.warnings.empty());
   EXPECT_EQ(p.warnings.front().rfind("too few repeats: 3 per arm", 0), 0u) << p.warnings.front();
+  // The noise is bf16's unit roundoff, the lower of the arms' precisions.
+  EXPECT_EQ(p.envelope_noise, 0.00390625);
+  EXPECT_EQ(p.envelope_noise_source, "unit roundoff of bf16 (2^-8)");
 
-  // Full-length runs: each arm at the comparison seed, then the baseline at 2 more seeds.
-  ASSERT_EQ(p.alignment.size(), 4u);
+  // Full-length runs: each arm at the comparison seed, then the baseline 3 times at the same seed
+  // with weight noise, noise seeds 1, 2, 3.
+  ASSERT_EQ(p.alignment.size(), 5u);
   const int64_t seed = p.baseline_config.integer("run.seed");
-  const std::vector<std::string> arms{"baseline", "variant", "baseline", "baseline"};
-  const std::vector<std::string> roles{"full", "full", "seed band", "seed band"};
-  const std::vector<int64_t> seeds{seed, seed, seed + 1, seed + 2};
-  const std::vector<std::string> dirs{"baseline", "variant",
-                                      "baseline-seed" + std::to_string(seed + 1),
-                                      "baseline-seed" + std::to_string(seed + 2)};
+  const std::vector<std::string> arms{"baseline", "variant", "baseline", "baseline", "baseline"};
+  const std::vector<std::string> roles{"full", "full", "envelope", "envelope", "envelope"};
+  const std::vector<std::string> dirs{"baseline", "variant", "baseline-noise1", "baseline-noise2",
+                                      "baseline-noise3"};
   for (size_t i = 0; i < p.alignment.size(); ++i) {
     const auto& a = p.alignment[i];
     EXPECT_EQ(a.arm, arms[i]) << i;
     EXPECT_EQ(a.role, roles[i]) << i;
-    EXPECT_EQ(a.seed, seeds[i]) << i;
+    EXPECT_EQ(a.seed, seed) << i;  // the same seed: only the rounding-sized noise differs
     EXPECT_EQ(a.job.dir, fs::path("/nonexistent/cmp/arms") / dirs[i]) << i;
     EXPECT_EQ(a.job.stop_after, 0) << i;  // the whole schedule
     EXPECT_TRUE(has(a.job.sets, "run.steps=50")) << i;
+    EXPECT_EQ(has(a.job.sets, "faults.weight_rounding_noise=0.00390625"), i >= 2) << i;
+    if (i >= 2) {
+      EXPECT_EQ(a.noise_seed, static_cast<int64_t>(i) - 1) << i;
+      EXPECT_TRUE(has(a.job.sets, "faults.noise_seed=" + std::to_string(i - 1))) << i;
+      EXPECT_EQ(a.job.config, kSrc + "/configs/baseline.toml") << i;
+    }
   }
   EXPECT_EQ(p.alignment[1].job.config, kSrc + "/configs/variants/bf16.toml");
-  EXPECT_TRUE(has(p.alignment[2].job.sets, "run.seed=" + std::to_string(seed + 1)));
-  EXPECT_FALSE(has(p.alignment[0].job.sets, "run.seed=" + std::to_string(seed + 1)));
 
   // Timing: A B, B A, A B, each stopped after warmup + profile window + timed steps.
   ASSERT_EQ(p.timing.size(), 6u);
@@ -141,6 +148,28 @@ TEST(ComparisonPlan, AWorkloadChangeHasNoSeedBandAndIsStillTimed) {
   EXPECT_EQ(p.workload_changes, (std::vector<std::string>{"data.batch_size"}));
   EXPECT_EQ(p.alignment.size(), 2u);           // baseline and variant, no seed band
   EXPECT_EQ(p.timing.size(), 2u * 3u);         // both arms timed
+}
+
+// [gate] envelope_runs and envelope_noise: K runs with the user's noise size, named as theirs.
+TEST(ComparisonPlan, TheEnvelopeTakesItsRunsAndNoiseFromTheGateSection) {
+  const fs::path policy = fs::temp_directory_path() / "lockstep-plan-envelope-policy.toml";
+  {
+    std::ofstream out(policy);
+    out << "[gate]\nenvelope_runs = 2\nenvelope_noise = 0.001\n";
+  }
+  CompareRequest req = bf16_request();
+  req.policy_file = policy.string();
+  const auto p = plan_comparison(req);
+  fs::remove(policy);
+  EXPECT_EQ(p.envelope_noise, 0.001);
+  EXPECT_EQ(p.envelope_noise_source, "[gate] envelope_noise");
+  size_t envelope_runs = 0;
+  for (const auto& a : p.alignment) {
+    if (a.role != "envelope") continue;
+    ++envelope_runs;
+    EXPECT_TRUE(has(a.job.sets, "faults.weight_rounding_noise=0.001")) << a.job.label;
+  }
+  EXPECT_EQ(envelope_runs, 2u);
 }
 
 TEST(ComparisonPlan, ACheckStepPastTheLastStepIsAUsageErrorBeforeAnyRun) {

@@ -7,6 +7,7 @@
 
 #include "harness/compare/analyse.h"
 #include "harness/compare/analysis.h"
+#include "harness/compare/envelope.h"
 #include "harness/compare/gate.h"
 #include "harness/compare/plan.h"
 #include "harness/stats/statistics.h"
@@ -169,6 +170,126 @@ TEST(Alignment, ANonFiniteSeedLossMakesTheBandUnknownNotNarrower) {
   EXPECT_TRUE(std::isnan(a.band->half_width));
   EXPECT_FALSE(a.aligned);
   EXPECT_NE(a.explanation.find("spread at step 2 is unknown"), std::string::npos) << a.explanation;
+}
+
+// ---- the noise envelope and the curve rule (harness/compare/envelope.h) ------------------------
+
+TEST(Envelope, TrailingMaxOfTheRunsDistanceToTheReference) {
+  const std::vector<double> ref{1.0, 1.0, 1.0, 1.0, 1.0};
+  const std::vector<std::vector<double>> runs{{1.0, 1.2, 1.0, 1.0, 1.05},
+                                              {1.0, 0.9, 1.3, 1.0, 1.0}};
+  // raw = max_k |run_k - ref| = 0, 0.2, 0.3, 0, 0.05; window 2: the max of this step and the last.
+  const auto e = noise_envelope(ref, runs, 2);
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_DOUBLE_EQ(e[0], 0.0);
+  EXPECT_NEAR(e[1], 0.2, 1e-12);
+  EXPECT_NEAR(e[2], 0.3, 1e-12);
+  EXPECT_NEAR(e[3], 0.3, 1e-12);  // the crossing at step 4 does not collapse the envelope
+  EXPECT_NEAR(e[4], 0.05, 1e-12);
+  // Window 1: the raw distance; shorter curves bound the length.
+  const auto raw = noise_envelope(ref, {{1.0, 1.2, 1.0}}, 1);
+  EXPECT_EQ(raw.size(), 3u);
+  EXPECT_NEAR(raw[1], 0.2, 1e-12);
+  EXPECT_TRUE(noise_envelope(ref, {}, 3).empty());
+}
+
+TEST(Envelope, ANonFiniteRunMakesTheRestOfTheEnvelopeUnknownNotNarrower) {
+  const auto e = noise_envelope({1.0, 1.0, 1.0}, {{1.1, NAN, 1.1}}, 3);
+  EXPECT_NEAR(e[0], 0.1, 1e-12);
+  EXPECT_TRUE(std::isnan(e[1]));
+  EXPECT_TRUE(std::isnan(e[2]));  // even though the run is finite again
+}
+
+TEST(Envelope, WindowsAndMeans) {
+  EXPECT_EQ(envelope_window(200), 10);
+  EXPECT_EQ(envelope_window(10), 1);  // at least one step
+  EXPECT_EQ(curve_window_start(200, 20), 161);  // steps 161..200: the last 40
+  EXPECT_EQ(curve_window_start(4, 20), 4);      // at least one step
+  EXPECT_EQ(curve_window_start(10, 100), 1);
+  EXPECT_EQ(curve_window_start(7, 20), 6);      // ceil(1.4) = 2 steps
+  EXPECT_NEAR(mean_abs_diff({1, 2, 3}, {1, 2.5, 2}, 2, 3), 0.75, 1e-12);
+  EXPECT_TRUE(std::isnan(mean_abs_diff({1, NAN}, {1, 1}, 1, 2)));
+  EXPECT_TRUE(std::isnan(mean_abs_diff({1, 2}, {1, 2}, 2, 3)));  // past the end
+  EXPECT_NEAR(mean_over({1, 2, 6}, 2, 3), 4.0, 1e-12);
+}
+
+// Ten steps; the perturbed baseline runs drift 0.01 from the baseline from step 2 on.
+EnvelopeInput ten_step_envelope() {
+  EnvelopeInput e;
+  std::vector<double> a(10, 2.0), b(10, 2.0);
+  for (size_t i = 1; i < 10; ++i) a[i] += 0.01, b[i] -= 0.01;
+  e.curves = {a, b};
+  e.noise_seeds = {1, 2};
+  e.noise = 0.00390625;
+  e.noise_source = "unit roundoff of bf16 (2^-8)";
+  e.factor = 2;
+  e.window = 1;
+  return e;
+}
+
+TEST(Alignment, ApproximateKnobsAreJudgedAgainstTheNoiseEnvelope) {
+  const std::vector<double> b(10, 2.0);
+  std::vector<double> v(10, 2.0);
+  for (size_t i = 1; i < 10; ++i) v[i] += (i % 2 ? 0.015 : -0.015);  // inside 2 x 0.01
+  auto a = check_alignment(b, v, 0, 5e-4, "approximate", std::nullopt, ten_step_envelope(), 20);
+  EXPECT_EQ(a.rule, "envelope");
+  ASSERT_TRUE(a.envelope.has_value());
+  EXPECT_EQ(a.envelope->runs, 2);
+  EXPECT_NEAR(a.envelope->at_check, 0.01, 1e-12);
+  EXPECT_NEAR(a.envelope->bound_at_check, 0.02, 1e-12);
+  EXPECT_TRUE(a.envelope->inside);
+  EXPECT_TRUE(a.curve.judged);
+  EXPECT_EQ(a.curve.from_step, 9);  // the last 20% of 10 steps
+  EXPECT_NEAR(a.curve.value, 0.015, 1e-12);
+  EXPECT_NEAR(a.curve.bound, 0.02, 1e-12);
+  EXPECT_TRUE(a.aligned) << a.explanation;
+  EXPECT_FALSE(a.band.has_value());
+  EXPECT_NE(a.explanation.find("within 2 x the noise envelope"), std::string::npos)
+      << a.explanation;
+  // 0.03 at the check step: outside.
+  v[9] = 2.03;
+  const auto out = check_alignment(b, v, 0, 5e-4, "approximate", std::nullopt, ten_step_envelope());
+  EXPECT_FALSE(out.envelope->inside);
+  EXPECT_FALSE(out.aligned);
+}
+
+// A bias that builds up is caught by the curve rule even when the check step agrees.
+TEST(Alignment, TheCurveRuleCatchesABiasTheCheckStepMisses) {
+  const std::vector<double> b(10, 2.0);
+  std::vector<double> v(10, 2.03);
+  v[0] = 2.0;
+  v[9] = 2.0;  // the check step (10) agrees exactly
+  auto a = check_alignment(b, v, 0, 5e-4, "approximate", std::nullopt, ten_step_envelope(), 20);
+  EXPECT_TRUE(a.envelope->inside);
+  EXPECT_NEAR(a.curve.value, 0.015, 1e-12);  // steps 9-10: 0.03 and 0
+  EXPECT_TRUE(a.curve.passed);               // 0.015 <= 2 x 0.01
+  auto wide = check_alignment(b, v, 0, 5e-4, "approximate", std::nullopt, ten_step_envelope(), 50);
+  EXPECT_EQ(wide.curve.from_step, 6);
+  EXPECT_NEAR(wide.curve.value, 0.024, 1e-12);  // four of five steps 0.03 off
+  EXPECT_FALSE(wide.curve.passed);
+  EXPECT_FALSE(wide.aligned);
+  EXPECT_NE(wide.explanation.find("over steps 6-10 is outside"), std::string::npos)
+      << wide.explanation;
+  // The exact rule: the same window's mean against the tolerance.
+  auto exact = check_alignment(b, v, 0, 5e-4, "exact", std::nullopt, std::nullopt, 50);
+  EXPECT_TRUE(exact.equal_to_3dp);
+  EXPECT_EQ(exact.rule, "tolerance");
+  EXPECT_EQ(exact.curve.bound, 5e-4);
+  EXPECT_FALSE(exact.curve.passed);
+  EXPECT_FALSE(exact.aligned);
+  EXPECT_NE(exact.explanation.find("exceeds it: the curve drifts"), std::string::npos)
+      << exact.explanation;
+}
+
+TEST(Alignment, AnUnknownEnvelopeFailsTheVariant) {
+  auto e = ten_step_envelope();
+  e.curves[1][4] = NAN;
+  const std::vector<double> b(10, 2.0);
+  auto a = check_alignment(b, b, 0, 5e-4, "approximate", std::nullopt, e);
+  EXPECT_TRUE(std::isnan(a.envelope->at_check));
+  EXPECT_FALSE(a.aligned);  // |delta| 0 cannot be judged against an unknown envelope
+  EXPECT_NE(a.explanation.find("the noise envelope is unknown"), std::string::npos)
+      << a.explanation;
 }
 
 TEST(Determinism, RepeatsMustReproduceThePrefixBitForBit) {

@@ -102,9 +102,14 @@ TEST(JsonReport, HasExactlyTheContractFields) {
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
                                    "max_abs_diff", "baseline_rounded", "variant_rounded",
-                                   "equal_to_3dp", "seed_band", "explanation", "applicable"}));
-  EXPECT_EQ(keys(j["alignment"]["seed_band"]),
-            (std::set<std::string>{"seeds", "losses", "half_width", "lo", "hi", "inside"}));
+                                   "equal_to_3dp", "seed_band", "explanation", "applicable",
+                                   "rule", "envelope", "curve"}));
+  EXPECT_EQ(keys(j["alignment"]["envelope"]),
+            (std::set<std::string>{"runs", "noise_seeds", "factor", "noise", "noise_source",
+                                   "window", "values", "at_check", "bound_at_check", "inside"}));
+  EXPECT_EQ(keys(j["alignment"]["curve"]),
+            (std::set<std::string>{"statistic", "from_step", "to_step", "value", "bound",
+                                   "bound_rule", "judged", "passed"}));
   for (const char* arm : {"baseline", "variant"}) {
     SCOPED_TRACE(arm);
     EXPECT_EQ(keys(j[arm]),
@@ -133,7 +138,9 @@ TEST(JsonReport, HasExactlyTheContractFields) {
   EXPECT_EQ(keys(j["checks"][0]),
             (std::set<std::string>{"name", "passed", "verdict", "detail", "p_value", "p_adjusted",
                                    "mde_pct"}));
-  EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds", "repeats",
+  EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds",
+                                                      "envelope_runs", "envelope_factor",
+                                                      "envelope_noise", "curve_window_pct", "repeats",
                                                       "timing_steps", "alpha", "bootstrap",
                                                       "max_p99_regression_pct", "max_slowdown_pct",
                                                       "min_speedup_pct", "min_memory_saving_pct",
@@ -159,8 +166,20 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_EQ(j["alignment"]["baseline_rounded"], r.alignment.baseline_rounded);
   EXPECT_EQ(j["alignment"]["first_divergent_step"], r.alignment.first_divergent_step);
   EXPECT_GT(r.alignment.first_divergent_step, 0);
-  EXPECT_EQ(j["alignment"]["seed_band"]["seeds"], json({1234, 1235, 1236}));
-  EXPECT_TRUE(j["alignment"]["seed_band"]["inside"].get<bool>());
+  EXPECT_EQ(j["alignment"]["rule"], "envelope");
+  EXPECT_TRUE(j["alignment"]["seed_band"].is_null());
+  EXPECT_EQ(j["alignment"]["envelope"]["runs"], 3);
+  EXPECT_EQ(j["alignment"]["envelope"]["noise_seeds"], json({1, 2, 3}));
+  EXPECT_EQ(j["alignment"]["envelope"]["noise"], 0.00390625);
+  EXPECT_EQ(j["alignment"]["envelope"]["noise_source"], "unit roundoff of bf16 (2^-8)");
+  EXPECT_EQ(j["alignment"]["envelope"]["values"].size(), r.baseline.loss_curve.size());
+  EXPECT_DOUBLE_EQ(j["alignment"]["envelope"]["bound_at_check"].get<double>(), 0.004);
+  EXPECT_TRUE(j["alignment"]["envelope"]["inside"].get<bool>());
+  EXPECT_EQ(j["alignment"]["curve"]["statistic"], "mean_abs_diff");
+  EXPECT_EQ(j["alignment"]["curve"]["from_step"], 161);
+  EXPECT_EQ(j["alignment"]["curve"]["bound"], 0.0036);
+  EXPECT_EQ(j["alignment"]["curve"]["bound_rule"], "factor x mean envelope");
+  EXPECT_EQ(j["alignment"]["curve"]["passed"], true);
   EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["value"], 9.23);
   EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["ci"], json({7.1, 11.0}));
   EXPECT_EQ(j["delta"]["tokens_per_sec_pct"]["p_value"], 0.0079);
@@ -320,7 +339,7 @@ TEST(JsonReport, NonFiniteNumbersAreNull) {
   auto r = testing::make_compare_result();
   r.alignment.max_abs_diff = kNaN;
   r.alignment.variant_loss = kInf;
-  r.alignment.band->losses[1] = kNaN;
+  r.alignment.envelope->values[1] = kNaN;
   r.variant.loss_curve[3] = kNaN;
   r.variant.tokens_per_sec_repeats[0] = -kInf;
   r.variant.step_ms.p99 = kNaN;
@@ -337,7 +356,7 @@ TEST(JsonReport, NonFiniteNumbersAreNull) {
   json j = json::parse(text);
   EXPECT_TRUE(j["alignment"]["max_abs_diff"].is_null());
   EXPECT_TRUE(j["alignment"]["variant_loss"].is_null());
-  EXPECT_TRUE(j["alignment"]["seed_band"]["losses"][1].is_null());
+  EXPECT_TRUE(j["alignment"]["envelope"]["values"][1].is_null());
   EXPECT_TRUE(j["variant"]["loss_curve"][3].is_null());
   EXPECT_TRUE(j["variant"]["loss_curve"][4].is_number());
   EXPECT_TRUE(j["variant"]["tokens_per_sec_repeats"][0].is_null());
@@ -358,7 +377,8 @@ TEST(JsonReport, UnknownAndAbsentValues) {
   r.delta.memory_pct.reset();
   r.baseline.mfu.reset();
   r.alignment.first_divergent_step = 0;
-  r.alignment.band.reset();
+  r.alignment.envelope.reset();
+  r.alignment.curve.judged = false;
   r.verdict = "pass";
   r.exit_code = 0;
   r.failed_arm = "variant";
@@ -374,7 +394,9 @@ TEST(JsonReport, UnknownAndAbsentValues) {
   EXPECT_TRUE(j["delta"]["memory_pct"].is_null());
   EXPECT_EQ(j["baseline"]["mfu"], "unknown");
   EXPECT_TRUE(j["alignment"]["first_divergent_step"].is_null());
-  EXPECT_TRUE(j["alignment"]["seed_band"].is_null());
+  EXPECT_TRUE(j["alignment"]["envelope"].is_null());
+  EXPECT_TRUE(j["alignment"]["curve"]["bound"].is_null());  // not judged: reported only
+  EXPECT_TRUE(j["alignment"]["curve"]["passed"].is_null());
   EXPECT_EQ(j["verdict"], "pass");
   EXPECT_EQ(j["exit_code"], 0);
   EXPECT_EQ(j["failed_arm"], "variant");
@@ -463,7 +485,9 @@ TEST(ConsoleReport, VerdictTable) {
   EXPECT_NE(out.find("! tokens/s varies"), std::string::npos);
   EXPECT_NE(out.find("baseline " + r.alignment.baseline_rounded), std::string::npos);
   EXPECT_NE(out.find("variant " + r.alignment.variant_rounded), std::string::npos);
-  EXPECT_NE(out.find("seed band"), std::string::npos);
+  EXPECT_NE(out.find("3 runs, noise unit roundoff of bf16 (2^-8)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("curve rule"), std::string::npos);
   EXPECT_NE(out.find("+9.2%"), std::string::npos);
   EXPECT_NE(out.find("[+7.1%, +11.0%]"), std::string::npos);
   EXPECT_NE(out.find("✘ P99 step latency"), std::string::npos);

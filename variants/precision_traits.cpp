@@ -1,5 +1,6 @@
 #include "variants/precision_traits.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace lockstep::variants {
@@ -66,6 +67,13 @@ config::Knob precision_change_knob(Compute a, Compute b, const std::string& devi
     return device == "cuda" ? traits(c).knob_cuda : traits(c).knob_cpu;
   };
   return knob(a) == Knob::Exact && knob(b) == Knob::Exact ? Knob::Exact : Knob::Approximate;
+}
+
+Roundoff unit_roundoff(Compute c, const std::string& device) {
+  int bits = 24;  // significand bits, the implicit one included
+  if (c == Compute::BF16) bits = 8;
+  if (c == Compute::FP16 || (c == Compute::TF32 && device == "cuda")) bits = 11;
+  return Roundoff{std::ldexp(1.0, -bits), "2^-" + std::to_string(bits)};
 }
 
 }  // namespace lockstep::variants

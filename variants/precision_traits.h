@@ -43,4 +43,13 @@ std::vector<std::string> names_of(const std::vector<Compute>& cs);
 // changes rounding there (tf32 on a CPU computes fp32), approximate otherwise.
 config::Knob precision_change_knob(Compute a, Compute b, const std::string& device);
 
+// The unit roundoff (half an ulp at 1.0) of what computing in `c` on `device` rounds to: bf16
+// 2^-8, fp16 2^-11, tf32 2^-11 on CUDA (its 10-bit mantissa) and 2^-24 on a CPU (which computes
+// fp32), fp32 2^-24. `label` spells it ("2^-8").
+struct Roundoff {
+  double u;
+  std::string label;
+};
+Roundoff unit_roundoff(Compute c, const std::string& device);
+
 }  // namespace lockstep::variants

@@ -102,8 +102,25 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   if (plan.mode == "golden") r.env = outs[vi].summary.env;
   if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
 
+  std::optional<EnvelopeInput> envelope;
+  if (plan.approximate_rule == "envelope") {
+    EnvelopeInput e;
+    e.noise = plan.envelope_noise;
+    e.noise_source = plan.envelope_noise_source;
+    e.factor = r.policy.envelope_factor;
+    for (size_t i = 0; i < plan.alignment.size(); ++i) {
+      if (plan.alignment[i].role != "envelope") continue;
+      if (!outs[i].ok()) {  // a perturbed baseline that fails is the baseline's failure
+        fail_arm(r, r.baseline, outs[i]);
+        continue;
+      }
+      e.curves.push_back(losses_of(outs[i].records));
+      e.noise_seeds.push_back(plan.alignment[i].noise_seed);
+    }
+    envelope = e;
+  }
   std::optional<BandInput> band;
-  if (plan.klass == "approximate") {
+  if (plan.approximate_rule == "seed band") {
     BandInput b;
     const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
                                                : static_cast<int64_t>(r.baseline.loss_curve.size());
@@ -132,7 +149,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   }
   r.alignment = check_alignment(from_history ? plan.reference_curve : r.baseline.loss_curve,
                                 r.variant.loss_curve, r.policy.check_step, r.policy.tolerance,
-                                plan.klass, band);
+                                plan.klass, band, envelope, r.policy.curve_window_pct);
   if (plan.klass == "workload") mark_workload_change(r.alignment, plan.workload_changes);
   if (plan.mode == "golden") golden_seed_band(r.alignment);
   if (plan.mode == "ab" && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)

@@ -1,6 +1,6 @@
 // Stage 3 of a comparison (plan -> execute -> analyse -> gate): the runs' outcomes, read against
 // the plan, become the CompareResult the gate judges and the reports print: the arms, the loss
-// alignment (exact, or against the seed band), the determinism self-check, the per-arm
+// alignment (tolerance, noise envelope or seed band), the determinism self-check, the per-arm
 // aggregates and the deltas with their confidence intervals (statistics: analysis.h). Runs
 // nothing and writes nothing.
 #pragma once

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "harness/compare/envelope.h"
 #include "harness/stats/statistics.h"
 #include "harness/runs/summary.h"
 
@@ -47,7 +48,8 @@ KnobReport classify_changes(const std::vector<config::Change>& changes) {
 
 Alignment check_alignment(const std::vector<double>& b, const std::vector<double>& v,
                           int64_t check_step, double tol, const std::string& klass,
-                          const std::optional<BandInput>& band) {
+                          const std::optional<BandInput>& band,
+                          const std::optional<EnvelopeInput>& envelope, double curve_window_pct) {
   Alignment a;
   a.klass = klass;
   a.tolerance = tol;
@@ -70,8 +72,54 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
     if ((!std::isfinite(d) || d >= tol) && a.first_divergent_step == 0)
       a.first_divergent_step = i + 1;
   }
-  char buf[256];
-  if (klass == "approximate" && band && band->losses.size() >= 2) {
+  // The whole-curve statistic, reported for every class; judged by the envelope and tolerance rules.
+  a.curve.from_step = curve_window_start(n, curve_window_pct);
+  a.curve.to_step = n;
+  a.curve.value = mean_abs_diff(b, v, a.curve.from_step, n);
+  char buf[512];
+  if (klass == "approximate" && envelope && !envelope->curves.empty()) {
+    a.rule = "envelope";
+    Envelope e;
+    e.runs = static_cast<int64_t>(envelope->curves.size());
+    e.noise_seeds = envelope->noise_seeds;
+    e.factor = envelope->factor;
+    e.noise = envelope->noise;
+    e.noise_source = envelope->noise_source;
+    e.window = envelope->window > 0 ? envelope->window : envelope_window(n);
+    e.values = noise_envelope(b, envelope->curves, e.window);
+    if (static_cast<int64_t>(e.values.size()) >= a.check_step)
+      e.at_check = e.values[static_cast<size_t>(a.check_step - 1)];
+    e.bound_at_check = e.factor * e.at_check;
+    e.inside = std::isfinite(a.abs_diff) && std::isfinite(e.bound_at_check) &&
+               a.abs_diff <= e.bound_at_check;
+    const auto ne = static_cast<int64_t>(e.values.size());
+    a.curve.judged = true;
+    a.curve.bound_rule = "factor x mean envelope";
+    a.curve.bound = ne >= n ? e.factor * mean_over(e.values, a.curve.from_step, n) : NAN;
+    a.curve.passed = std::isfinite(a.curve.value) && std::isfinite(a.curve.bound) &&
+                     a.curve.value <= a.curve.bound;
+    a.aligned = e.inside && a.curve.passed;
+    if (!std::isfinite(e.bound_at_check) || !std::isfinite(a.curve.bound))
+      std::snprintf(buf, sizeof buf,
+                    "approximate knob: the noise envelope is unknown (a perturbed baseline run's "
+                    "loss is not finite, or it ran fewer steps), so |delta| %.2e at step %lld "
+                    "cannot be judged",
+                    a.abs_diff, static_cast<long long>(a.check_step));
+    else
+      std::snprintf(buf, sizeof buf,
+                    "approximate knob: |delta| %.2e at step %lld is %s %g x the noise envelope "
+                    "%.2e (%lld runs, weight noise %s), and the mean |delta| %.2e over steps "
+                    "%lld-%lld is %s %g x its mean %.2e%s",
+                    a.abs_diff, static_cast<long long>(a.check_step),
+                    e.inside ? "within" : "outside", e.factor, e.at_check,
+                    static_cast<long long>(e.runs), e.noise_source.c_str(), a.curve.value,
+                    static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
+                    a.curve.passed ? "within" : "outside", e.factor,
+                    a.curve.bound / e.factor,
+                    a.equal_to_3dp ? "; equal to three decimals" : "; not equal to three decimals");
+    a.envelope = std::move(e);
+  } else if (klass == "approximate" && band && band->losses.size() >= 2) {
+    a.rule = "seed band";
     SeedBand sb;
     sb.seeds = band->seeds;
     sb.losses = band->losses;
@@ -101,17 +149,27 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
           sb.half_width, band->losses.size(),
           a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
   } else if (klass == "none") {  // declared by the variant ([gate] alignment): shown, not judged
+    a.rule = "none";
     a.aligned = true;
     std::snprintf(buf, sizeof buf,
                   "not checked ([gate] alignment = \"none\"): |delta| %.2e at step %lld (%s vs %s)",
                   a.abs_diff, static_cast<long long>(a.check_step), a.baseline_rounded.c_str(),
                   a.variant_rounded.c_str());
   } else {
-    a.aligned = a.equal_to_3dp;
+    a.rule = "tolerance";
+    a.curve.judged = true;
+    a.curve.bound_rule = "tolerance";
+    a.curve.bound = tol;
+    a.curve.passed = std::isfinite(a.curve.value) && a.curve.value < tol;
+    a.aligned = a.equal_to_3dp && a.curve.passed;
     std::snprintf(
-        buf, sizeof buf, "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s)",
-        a.abs_diff, static_cast<long long>(a.check_step), a.aligned ? "is below" : "exceeds", tol,
-        a.baseline_rounded.c_str(), a.variant_rounded.c_str());
+        buf, sizeof buf,
+        "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s); the mean |delta| "
+        "%.2e over steps %lld-%lld %s",
+        a.abs_diff, static_cast<long long>(a.check_step), a.equal_to_3dp ? "is below" : "exceeds",
+        tol, a.baseline_rounded.c_str(), a.variant_rounded.c_str(), a.curve.value,
+        static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
+        a.curve.passed ? "is below it too" : "exceeds it: the curve drifts");
   }
   a.explanation = buf;
   return a;

@@ -1,5 +1,5 @@
 // The statistics of a comparison, as pure functions over measured values: which knobs changed and
-// how each must be judged, loss alignment (exact or against a seed band), determinism of repeated
+// how each must be judged, loss alignment (tolerance, noise envelope or seed band), determinism of repeated
 // runs, and performance deltas with bootstrap CIs and Mann-Whitney p-values.
 #pragma once
 
@@ -27,10 +27,25 @@ struct BandInput {
   std::vector<double> losses;  // baseline loss at the check step per seed; [0] = comparison seed
 };
 
-// check_step 0 = the last step both curves have. Curves are indexed by step - 1.
+// The perturbed baseline runs behind an approximate variant's noise envelope (envelope.h).
+struct EnvelopeInput {
+  std::vector<std::vector<double>> curves;  // their loss curves (index 0 = step 1)
+  std::vector<int64_t> noise_seeds;
+  double noise = 0;          // the relative weight noise they ran with
+  std::string noise_source;  // where that size came from
+  double factor = 3;         // c
+  int64_t window = 0;        // E's trailing window; 0 = envelope_window(steps)
+};
+
+// check_step 0 = the last step both curves have. Curves are indexed by step - 1. The rule:
+// approximate with an envelope -> "envelope", approximate with a band -> "seed band", "none" ->
+// shown only, otherwise "tolerance" (harness/compare/envelope.h states each). The curve rule's
+// window is the last curve_window_pct of the steps.
 Alignment check_alignment(const std::vector<double>& baseline, const std::vector<double>& variant,
                           int64_t check_step, double tolerance, const std::string& klass,
-                          const std::optional<BandInput>& band);
+                          const std::optional<BandInput>& band,
+                          const std::optional<EnvelopeInput>& envelope = std::nullopt,
+                          double curve_window_pct = 20);
 
 // Each repeat's curve must equal the reference's prefix bit for bit. Returns "" when all do, else
 // a one-line description of the first mismatch.

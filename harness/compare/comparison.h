@@ -1,6 +1,6 @@
 // `lockstep compare`: runs the baseline and the variant, each in its own process, and measures
 // them the way the method says: (1) anchor the baseline and prove equivalence under the same seed
-// (full-length runs; for approximate knobs also K extra baseline seeds for the seed band), then
+// (full-length runs; for approximate knobs also K perturbed baseline runs, the noise envelope), then
 // (2) measure speed with short timing repeats interleaved A B B A A B ... so drift cancels, and
 // check that the repeats reproduce the full runs bit for bit. The gate then decides.
 //

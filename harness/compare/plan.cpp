@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "harness/compare/analysis.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
 #include "harness/util/process.h"
+#include "variants/precision_traits.h"
 
 namespace lockstep::compare {
 namespace fs = std::filesystem;
@@ -35,6 +38,26 @@ void check_golden_length(const std::string& file, const std::vector<double>& gol
                    (steps_flag ? "--steps" : "run.steps") + "); a different length is a different " +
                    "LR schedule: give --steps " + std::to_string(last) +
                    " or a golden file of the same length");
+}
+
+// The envelope's noise: [gate] envelope_noise, else the unit roundoff of the lower of the two
+// arms' compute precisions on their device (bf16 vs fp32: bf16's).
+std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
+                                              const config::Config& b) {
+  if (p.envelope_noise > 0) return {p.envelope_noise, "[gate] envelope_noise"};
+  variants::Roundoff worst{0, ""};
+  std::string name;
+  for (const auto* c : {&a, &b}) {
+    const auto compute = variants::parse_compute(c->str("precision.compute"));
+    if (!compute) continue;
+    const auto r = variants::unit_roundoff(*compute, c->str("run.device"));
+    if (r.u > worst.u) {
+      worst = r;
+      name = variants::name_of(*compute);
+    }
+  }
+  if (worst.u == 0) worst = {std::ldexp(1.0, -24), "2^-24"}, name = "fp32";
+  return {worst.u, "unit roundoff of " + name + " (" + worst.label + ")"};
 }
 
 }  // namespace
@@ -148,8 +171,29 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
   p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
+  // Approximate knobs: the noise envelope, K baseline runs at the comparison seed whose weights
+  // get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed. The harness
+  // injects it in its own trainer only: golden mode (no baseline config) and external trainers
+  // keep the seed band.
+  const bool envelope = p.klass == "approximate" && p.mode == "ab" && !external::is_external(bcfg) &&
+                        !external::is_external(vcfg);
+  if (p.klass == "approximate") p.approximate_rule = envelope ? "envelope" : "seed band";
+  if (envelope) {
+    std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
+    char noise[40];
+    std::snprintf(noise, sizeof noise, "%.17g", p.envelope_noise);
+    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
+      const std::string label = "baseline-noise" + std::to_string(k);
+      auto sets = bsets;
+      sets.push_back(std::string("faults.weight_rounding_noise=") + noise);
+      sets.push_back("faults.noise_seed=" + std::to_string(k));
+      p.alignment.push_back(
+          arm_run("baseline", "envelope", seed, label, req.baseline, sets, arms / label, 0));
+      p.alignment.back().noise_seed = k;
+    }
+  }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
-  if (p.klass == "approximate") {
+  if (p.approximate_rule == "seed band") {
     const bool golden = p.mode == "golden";
     const std::string arm = golden ? "variant" : "baseline";
     for (int64_t k = 1; k <= p.policy.seeds; ++k) {

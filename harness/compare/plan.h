@@ -3,7 +3,10 @@
 // classifies the changed keys and lists the runs, each as a job that says what to run
 // (harness/runs/child_run.h knows how):
 //   alignment  full-length runs at the comparison seed: the baseline (A/B mode), the variant,
-//              then for approximate knobs the baseline at K more seeds (the seed band);
+//              then for approximate knobs K baseline runs with rounding-sized gradient noise
+//              (the noise envelope, harness/compare/envelope.h), or, where the harness cannot
+//              inject noise (golden mode, an external trainer), the baseline at K more seeds
+//              (the seed band);
 //   timing     the short timing repeats, interleaved A B, B A, A B, ... so machine drift cancels;
 //              they run one at a time, and only when the alignment runs say the loss aligns.
 #pragma once
@@ -22,9 +25,11 @@ namespace lockstep::compare {
 // One run of a comparison: the arm it measures, what it is for, and the job that runs it.
 struct ArmRun {
   std::string arm;   // "baseline" | "variant"
-  std::string role;  // "full" (the arm at the comparison seed) | "seed band" | "timing"
+  // "full" (the arm at the comparison seed) | "envelope" | "seed band" | "timing"
+  std::string role;
   int64_t seed = 0;  // its run.seed (the seed band's runs differ from the comparison seed)
   runs::RunJob job;
+  int64_t noise_seed = 0;  // "envelope": its faults.noise_seed
 };
 
 struct ComparisonPlan {
@@ -44,12 +49,16 @@ struct ComparisonPlan {
   std::vector<double> golden_curve;     // ... and its curve (index 0 = step 1)
   std::vector<double> reference_curve;  // --against-history: the recorded baseline curve
   std::string reference_source;
+  // Approximate knobs: "envelope" | "seed band" (see above); empty otherwise.
+  std::string approximate_rule;
+  double envelope_noise = 0;          // the envelope runs' relative gradient noise
+  std::string envelope_noise_source;  // "unit roundoff of bf16 (2^-8)" | "[gate] envelope_noise"
   int parallel = 1;  // alignment runs at once
   // On CUDA: CUDA_VISIBLE_DEVICES per concurrent alignment run (parallel = its size), so each
   // run's ranks get GPUs of their own. Empty on a CPU comparison.
   std::vector<std::vector<std::string>> gpu_slots;
 
-  std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then the "seed band"
+  std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then "envelope" or "seed band"
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
 };
 

@@ -73,6 +73,31 @@ struct SeedBand {
   bool inside = false;         // |variant - baseline| <= half_width
 };
 
+// The numerical-noise envelope an approximate variant is judged against (harness/compare/envelope.h).
+struct Envelope {
+  int64_t runs = 0;                  // K: perturbed baseline runs at the comparison seed
+  std::vector<int64_t> noise_seeds;  // their faults.noise_seed
+  double factor = 0;                 // c: the variant must stay within c E(step)
+  double noise = 0;                  // relative weight noise per step (faults.weight_rounding_noise)
+  std::string noise_source;          // "unit roundoff of bf16 (2^-8)" | "[gate] envelope_noise"
+  int64_t window = 1;                // E's trailing window (steps)
+  std::vector<double> values;        // E(step), index 0 = step 1; NaN = unknown
+  double at_check = NAN;             // E(check_step)
+  double bound_at_check = NAN;       // c E(check_step)
+  bool inside = false;               // |delta(check_step)| <= bound_at_check
+};
+
+// The whole-curve rule: the mean |delta| over the last curve_window_pct of the steps, against the
+// tolerance (exact knobs) or c x the envelope's mean over the same steps (approximate knobs).
+struct CurveCheck {
+  bool judged = false;  // false: reported only (the seed band, alignment "none", a workload change)
+  int64_t from_step = 0, to_step = 0;
+  double value = NAN;   // mean |delta| over [from_step, to_step]
+  double bound = NAN;   // what it must not exceed (exact: strictly below)
+  std::string bound_rule;  // "tolerance" | "factor x mean envelope" | "" (not judged)
+  bool passed = true;
+};
+
 struct Alignment {
   // "exact" | "approximate" | "workload" (a workload change: harness/compare/workload_change.h,
   // which has no alignment verdict: applicable = false).
@@ -86,7 +111,13 @@ struct Alignment {
   bool equal_to_3dp = false;                      // abs_diff < tolerance
   double max_abs_diff = 0;                        // over the whole curve
   int64_t first_divergent_step = 0;               // first step with |delta| >= tolerance; 0 = none
-  std::optional<SeedBand> band;                   // approximate knobs
+  // How the verdict was reached: "tolerance" (exact knobs) | "envelope" (approximate knobs) |
+  // "seed band" (approximate knobs where no envelope can be run: golden mode, external trainers) |
+  // "none" (declared, not judged) | "not applicable" (a workload change).
+  std::string rule = "tolerance";
+  std::optional<Envelope> envelope;               // rule "envelope"
+  std::optional<SeedBand> band;                   // rule "seed band"
+  CurveCheck curve;
   bool aligned = false;                           // the verdict for this class
   std::string explanation;
 };

@@ -1,5 +1,7 @@
 #include "harness/compare/workload_change.h"
 
+#include <cmath>
+
 namespace lockstep::compare {
 
 std::string key_list(const std::vector<std::string>& keys) {
@@ -13,6 +15,12 @@ void mark_workload_change(Alignment& a, const std::vector<std::string>& workload
   a.applicable = false;
   a.aligned = false;
   a.band.reset();
+  a.envelope.reset();
+  a.rule = "not applicable";
+  a.curve.judged = false;
+  a.curve.bound = NAN;
+  a.curve.bound_rule.clear();
+  a.curve.passed = true;
   a.explanation = "the workload changed (" + key_list(workload_keys) +
                   "): the two curves are different computations, so their losses are shown, "
                   "not judged; the verdict rests on the timing checks";

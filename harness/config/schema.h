@@ -33,7 +33,7 @@ enum class Knob {
   None,         // bookkeeping (names, output, gate policy): not part of the math or the speed
   Workload,     // changes the computation itself: losses are not expected to align
   Exact,        // an optimization that must keep the math bit-for-bit or to ~1e-6
-  Approximate,  // an optimization that changes rounding (bf16, fp16): judged against a seed band
+  Approximate,  // an optimization that changes rounding (bf16, fp16): judged against the noise envelope
   Fault,        // an injected fault (tests and demos)
 };
 

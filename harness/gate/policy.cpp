@@ -20,7 +20,26 @@ const config::SectionSchema& gate_schema() {
           KeySpec::Int("check_step", 0, "step whose loss must agree (0 = last)")
               .range(0, 1e12)
               .kind(Knob::None),
-          KeySpec::Int("seeds", 2, "extra baseline seeds for the seed band (approximate knobs)")
+          KeySpec::Int("envelope_runs", 3,
+                       "approximate knobs: perturbed baseline runs behind the noise envelope")
+              .range(1, 20)
+              .kind(Knob::None),
+          KeySpec::Float("envelope_factor", 3.0,
+                         "approximate knobs: |delta| must stay within this x the envelope")
+              .range(0.1, 1000)
+              .kind(Knob::None),
+          KeySpec::Float("envelope_noise", 0.0,
+                         "relative weight noise of the envelope's runs (0 = the unit roundoff "
+                         "of the variant's compute dtype)")
+              .range(0, 0.1)
+              .kind(Knob::None),
+          KeySpec::Float("curve_window_pct", 20.0,
+                         "the curve rule judges the mean |delta| over this last share of steps")
+              .range(1, 100)
+              .kind(Knob::None),
+          KeySpec::Int("seeds", 2,
+                       "extra seeds for the seed band (approximate knobs in golden mode or with "
+                       "an external trainer)")
               .range(1, 100)
               .kind(Knob::None),
           KeySpec::Int("repeats", 5, "timing repeats per arm").range(1, 1000).kind(Knob::None),
@@ -58,7 +77,7 @@ const config::SectionSchema& gate_schema() {
               .one_of({"pass", "fail"})
               .kind(Knob::None),
           KeySpec::Str("alignment", std::nullopt,
-                       "how the loss must align: exact | approximate (seed band) | none "
+                       "how the loss must align: exact | approximate (noise envelope) | none "
                        "(unset: from the changed keys' classes; an external arm: exact)")
               .one_of({"exact", "approximate", "none"})
               .kind(Knob::None)
@@ -89,6 +108,10 @@ Policy Policy::from(const config::Config& c) {
   p.tolerance = c.number("gate.tolerance");
   p.check_step = c.integer("gate.check_step");
   p.seeds = c.integer("gate.seeds");
+  p.envelope_runs = c.integer("gate.envelope_runs");
+  p.envelope_factor = c.number("gate.envelope_factor");
+  p.envelope_noise = c.number("gate.envelope_noise");
+  p.curve_window_pct = c.number("gate.curve_window_pct");
   p.repeats = c.integer("gate.repeats");
   p.timing_steps = c.integer("gate.timing_steps");
   p.p99_min_samples = c.integer("gate.p99_min_samples");
@@ -106,8 +129,10 @@ Policy Policy::from(const config::Config& c) {
 
 std::string Policy::describe() const {
   std::ostringstream o;
-  o << "loss at check step within " << tolerance
-    << " (exact knobs) or inside the seed band (approximate knobs)\n"
+  o << "loss at check step within " << tolerance << " and mean |delta| over the last "
+    << curve_window_pct << "% of steps within it (exact knobs), or both within " << envelope_factor
+    << " x the noise envelope of " << util::count_of(envelope_runs, "perturbed baseline run")
+    << " (approximate knobs; the seed band in golden mode and with external trainers)\n"
     << "P99 step latency: no significant regression beyond " << max_p99_regression_pct << "%\n"
     << "tokens/s: no significant slowdown beyond " << max_slowdown_pct << "%\n";
   if (min_speedup_pct)

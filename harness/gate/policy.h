@@ -12,7 +12,15 @@ namespace lockstep::gate {
 struct Policy {
   double tolerance = 5e-4;    // |loss_b - loss_v| at check_step: "equal to three decimals"
   int64_t check_step = 0;     // 0 = the last step
-  int64_t seeds = 2;          // extra baseline seeds for the band (approximate knobs)
+  // Approximate knobs (harness/compare/envelope.h): K perturbed baseline runs at the comparison
+  // seed, the factor c on their envelope, the relative noise (0 = the unit roundoff of the
+  // variant's compute dtype) and the curve rule's window (the last pct of the steps).
+  int64_t envelope_runs = 3;
+  double envelope_factor = 3.0;
+  double envelope_noise = 0;
+  double curve_window_pct = 20;
+  // Extra seeds for the seed band, where no envelope can be run (golden mode, external trainers).
+  int64_t seeds = 2;
   int64_t repeats = 5;        // timing repeats per arm (interleaved A B B A ...)
   // Timed steps per repeat (after run.warmup_steps and the profiled window). A repeat replays the
   // first steps of the full run, so it never runs past run.steps: a 200-step config times 190
