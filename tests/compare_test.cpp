@@ -805,8 +805,22 @@ TEST(AnalyseTiming, PoolsRepeatsNamesTheTailAndMeasuresMfuAgainstOnePeak) {
     outs.push_back(o);
   }
   r.baseline.loss_curve = r.variant.loss_curve = std::vector<double>(30, 1.0);
+  const CompareResult before = r;
   analyse_timing(plan, outs, r);
   ASSERT_TRUE(r.timed);
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find("MFU is"), std::string::npos) << w;
+  // A peak below what the arm achieved (a calibration made under load): said, not hidden.
+  for (size_t k = 0; k < outs.size(); k += 2) {
+    outs[k].summary.mfu = 2.5;
+    outs[k].summary.peak_flops_source = "calibrated fp32 GEMM, 1 thread";
+  }
+  CompareResult stale = before;
+  analyse_timing(plan, outs, stale);
+  bool warned = false;
+  for (const auto& w : stale.warnings)
+    warned = warned || w.find("the baseline arm's MFU is 250% of its own peak (calibrated fp32 "
+                              "GEMM, 1 thread)") == 0;
+  EXPECT_TRUE(warned);
   EXPECT_EQ(r.baseline.step_ms_n, 150);
   EXPECT_EQ(r.tail.label, "max of 150 steps");
   EXPECT_DOUBLE_EQ(r.baseline.step_ms_tail, 20.0 + 0.29 + 5);  // the slowest of 150 steps

@@ -1,6 +1,7 @@
 #include "harness/compare/analyse.h"
 
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "harness/compare/analysis.h"
@@ -214,6 +215,18 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
     median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec,
                    &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
     if (!arm->mfu_repeats.empty()) arm->mfu = stats::median(arm->mfu_repeats);
+    // An arm cannot beat its own peak: above 100% the peak is wrong (a CPU calibration cached
+    // while other processes shared the cores read fp32 at a third of its idle value).
+    if (arm->mfu && *arm->mfu > 1.0) {
+      const std::string src = arm->repeats.empty() ? "" : arm->repeats.front().peak_flops_source;
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *arm->mfu);
+      r.warnings.push_back("the " + arm->label + " arm's MFU is " + pct + " of its own peak (" +
+                           src +
+                           "): the peak is below what the arm achieved, so it is stale or was "
+                           "measured under load; its MFU figures are not to be trusted until "
+                           "`lockstep calibrate` measures the peak again on an idle machine");
+    }
     arm->mfu_common_repeats.clear();
     if (std::isfinite(r.common_peak.flops))
       for (const auto& rep : arm->repeats)
