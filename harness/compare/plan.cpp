@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cmath>
 #include <filesystem>
 #include <tuple>
 
@@ -45,19 +44,16 @@ void check_golden_length(const std::string& file, const std::vector<double>& gol
 std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
                                               const config::Config& b) {
   if (p.envelope_noise > 0) return {p.envelope_noise, "[gate] envelope_noise"};
-  variants::Roundoff worst{0, ""};
-  std::string name;
+  // fp32 unless an arm computes in something coarser (an unparsable name is the config's error).
+  variants::Compute worst = variants::Compute::FP32;
+  variants::Roundoff r = variants::unit_roundoff(worst, a.str("run.device"));
   for (const auto* c : {&a, &b}) {
     const auto compute = variants::parse_compute(c->str("precision.compute"));
     if (!compute) continue;
-    const auto r = variants::unit_roundoff(*compute, c->str("run.device"));
-    if (r.u > worst.u) {
-      worst = r;
-      name = variants::name_of(*compute);
-    }
+    const auto rc = variants::unit_roundoff(*compute, c->str("run.device"));
+    if (rc.u > r.u) r = rc, worst = *compute;
   }
-  if (worst.u == 0) worst = {std::ldexp(1.0, -24), "2^-24"}, name = "fp32";
-  return {worst.u, "unit roundoff of " + name + " (" + worst.label + ")"};
+  return {r.u, "unit roundoff of " + std::string(variants::name_of(worst)) + " (" + r.label + ")"};
 }
 
 }  // namespace
