@@ -58,6 +58,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/bisect_console.cpp
   harness/compare/analysis.cpp
   harness/compare/envelope.cpp
+  harness/compare/sequential.cpp
   harness/compare/plan.cpp
   harness/compare/execute.cpp
   harness/compare/analyse.cpp

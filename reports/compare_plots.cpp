@@ -159,7 +159,8 @@ Plot throughput_plot(const compare::CompareResult& r) {
                                        gnuplot_number(arm->tokens_per_sec_ci_hi) + "\n";
       plot += std::string(plot.empty() ? "plot " : ", ") + "'median_" + tag +
               ".dat' using 1:2:3:4 with yerrorbars pt 7 ps 1.4 lw 2 lc rgb '" + color + "' title " +
-              gnuplot_quote(std::string(is_base ? "baseline" : "variant") + " median, 95% CI");
+              gnuplot_quote(std::string(is_base ? "baseline" : "variant") + " median, " +
+                           r.policy.ci_percent() + " CI");
     }
     if (!reps.empty()) {
       data["reps_" + tag + ".dat"] = reps;

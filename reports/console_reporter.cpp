@@ -131,7 +131,9 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
     << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
 
   o << "\nPerformance (" << text::timing_summary(r)
-    << (r.timed ? "; medians, 95% bootstrap CI, Mann-Whitney p)\n" : ")\n");
+    << (r.timed ? "; medians, " + r.policy.ci_percent() + " bootstrap CI, Mann-Whitney p)\n"
+                : std::string(")\n"));
+  if (!text::sequential_summary(r).empty()) o << "  " << text::sequential_summary(r) << "\n";
   const auto& b = r.baseline;
   const auto& v = r.variant;
   std::string mem_delta =
@@ -146,7 +148,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
                  human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});
   if (r.timed)
     o << table(
-        {{"", "baseline", "variant", "delta", "95% CI", "p", ""},
+        {{"", "baseline", "variant", "delta", r.policy.ci_percent() + " CI", "p", ""},
          delta_cells("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
                      r.delta.tokens_per_sec_pct, "%"),
          delta_cells(text::mfu_own_label(), text::percent(b.mfu), text::percent(v.mfu),

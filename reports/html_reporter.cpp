@@ -152,16 +152,20 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   }
   o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
     << (r.timed ? "Medians over " + std::to_string(r.repeats) +
-                      " interleaved repeats per arm; 95% bootstrap confidence intervals; two-sided "
-                      "Mann-Whitney U p-values. Bold deltas are significant."
+                      " interleaved repeats per arm; " + r.policy.ci_percent() +
+                      " bootstrap confidence intervals; two-sided Mann-Whitney U p-values. Bold "
+                      "deltas are significant." +
+                      text::sentence(html_escape(text::sequential_summary(r)))
                 : html_escape(text::timing_summary(r)) + ".")
     << "</p>\n"
     << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
        "class=\"num\">Δ</th>"
-       "<th class=\"num\">95% CI</th><th class=\"num\">p</th><th></th></tr>\n"
+       "<th class=\"num\">"
+    << r.policy.ci_percent() << " CI</th><th class=\"num\">p</th><th></th></tr>\n"
     << delta_html_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
                       r.delta.tokens_per_sec_pct, "%")
-    << "<tr>" << td("<span class=\"muted\">tokens/s 95% CI</span>") << td(ci(b), true)
+    << "<tr>" << td("<span class=\"muted\">tokens/s " + r.policy.ci_percent() + " CI</span>")
+    << td(ci(b), true)
     << td(ci(v), true) << "<td colspan=\"4\"></td></tr>\n"
     << delta_html_row(text::mfu_own_label(), text::percent(b.mfu), text::percent(v.mfu),
                       r.delta.mfu_pts, " pts")

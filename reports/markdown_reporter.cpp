@@ -143,8 +143,11 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
                 human_bytes(static_cast<double>(v.peak_memory_bytes)),
                 r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a"});
   } else {
-    o << "\n**Performance** (medians, 95% bootstrap CI, Mann-Whitney p; bold = significant)\n\n"
-      << markdown_row({"Metric", "Baseline", "Variant", "Δ", "95% CI", "p", ""})
+    o << "\n**Performance** (medians, " << r.policy.ci_percent()
+      << " bootstrap CI, Mann-Whitney p; bold = significant)"
+      << text::sentence(markdown_escape(text::sequential_summary(r))) << "\n\n"
+      << markdown_row(
+             {"Metric", "Baseline", "Variant", "Δ", r.policy.ci_percent() + " CI", "p", ""})
       << "|---|--:|--:|--:|--:|--:|---|\n"
       << delta_markdown_row("tokens/s", fixed(b.tokens_per_sec, 0), fixed(v.tokens_per_sec, 0),
                             r.delta.tokens_per_sec_pct, "%")

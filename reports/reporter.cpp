@@ -1,5 +1,6 @@
 #include "reports/reporter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -77,6 +78,30 @@ std::string text::timing_summary(const compare::CompareResult& r) {
   if (r.mode == "golden") return "not timed (golden mode: no second arm to time against)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";
+}
+
+std::string text::sequential_summary(const compare::CompareResult& r) {
+  const auto& s = r.sequential;
+  if (!s.enabled || s.looks.empty()) return "";
+  const auto& last = s.looks.back();
+  const std::string why = s.stopped == "decisive"      ? "every timing check is decisive"
+                          : s.stopped == "max_repeats" ? "the last planned look is done"
+                          : s.stopped == "max_minutes"
+                              ? "the next look would pass [gate] max_minutes = " +
+                                    util::format_number("%g", r.policy.max_minutes)
+                              : "a run failed";
+  const bool any_fail = std::any_of(last.verdicts.begin(), last.verdicts.end(),
+                                    [](const auto& v) { return v.second == "fail"; });
+  return "repeats \"auto\": stopped at look " + std::to_string(s.looks.size()) + " of " +
+         std::to_string(s.planned.size()) + " (" + util::count_of(last.repeats, "repeat") +
+         " per arm, " + fixed(last.minutes, 1) + " min) because " +
+         (s.stopped == "decisive" && any_fail ? std::string("a timing check failed") : why) +
+         "; each look tests at alpha/" + std::to_string(s.planned.size()) + " = " +
+         util::format_number("%.3g", s.level) + " (group-sequential, Bonferroni boundary)";
+}
+
+std::string text::sentence(const std::string& s) {
+  return s.empty() ? "" : " " + s + ".";
 }
 
 namespace {

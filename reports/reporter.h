@@ -40,6 +40,10 @@ std::string plugins(const std::vector<PluginRef>& p);
 bool any_plugins(const compare::CompareResult& r);
 // "5 repeats per arm", or why there is no timing: "not timed (golden mode)", "not timed (...)".
 std::string timing_summary(const compare::CompareResult& r);
+// repeats = "auto": where the sequence stopped and why, and each look's level; "" otherwise.
+std::string sequential_summary(const compare::CompareResult& r);
+// " " + s + "." for a non-empty s (a sentence after another), "" for an empty one.
+std::string sentence(const std::string& s);
 // Latency rows with their sample size: "step ms, P50 (n=150)"; the tail row names what the tail
 // check used: "step ms, P99 (n=1000)" or "step ms, max of 150 steps".
 std::string p50_label(const compare::CompareResult& r);

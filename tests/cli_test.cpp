@@ -336,15 +336,44 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
 // steps (5 warmup, 5 profiled, 30 timed: gate.timing_steps=30 on both arms), so step 25 of every
 // variant repeat stalls and is timed. 5 x 30 = 150 pooled steps are too few for a P99: the tail
 // check is the maximum of 150 steps, and the report says so.
+// Also the sequential gate's machinery (--repeats auto, looks at 6 and 12 repeats per arm, each
+// at alpha/2): it stops at the first look where every timing check is decided or one fails, and
+// the runs it made are the repeats it reports.
 TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
   TempDir tmp;
   constexpr double kStallMs = 2000;
   auto r = run_lockstep({"compare", "configs/baseline.toml", "tests/configs/stall.toml", "--steps",
                          "60", "--set-baseline", "gate.timing_steps=30", "--set-variant",
-                         "gate.timing_steps=30", "--out", tmp / "c"},
+                         "gate.timing_steps=30", "--set-variant", "gate.max_repeats=12",
+                         "--repeats", "auto", "--out", tmp / "c"},
                         tmp.path());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["policy"]["repeats"], "auto");
+  const auto& seq = rep["sequential"];
+  ASSERT_TRUE(seq.is_object()) << rep.dump();
+  EXPECT_EQ(seq["planned_looks"], nlohmann::json({6, 12}));
+  EXPECT_DOUBLE_EQ(seq["level_per_look"].get<double>(), 0.025);
+  EXPECT_EQ(seq["stopped"], "decisive") << seq.dump();
+  ASSERT_GE(seq["looks"].size(), 1u);
+  for (size_t i = 0; i < seq["looks"].size(); ++i) {
+    const auto& v = seq["looks"][i]["verdicts"];
+    ASSERT_EQ(v.size(), 2u) << seq.dump();  // throughput, p99 latency
+    bool fail = false, open = false;
+    for (const auto& [name, word] : v.items()) {
+      fail = fail || word == "fail";
+      open = open || word == "inconclusive";
+    }
+    // Earlier looks left a check open and failed none; the last one decided.
+    if (i + 1 < seq["looks"].size())
+      EXPECT_TRUE(open && !fail) << seq.dump();
+    else
+      EXPECT_TRUE(fail || !open) << seq.dump();
+  }
+  const int64_t n = seq["looks"].back()["repeats"].get<int64_t>();
+  EXPECT_EQ(rep["repeats"], n);
+  EXPECT_TRUE(n == 6 || n == 12) << n;
+  const std::string tail_label = "max of " + std::to_string(30 * n) + " steps";
   EXPECT_EQ(rep["verdict"], "fail");
   EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>());  // same math
   bool p99_failed = false;
@@ -352,18 +381,19 @@ TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
     if (c["name"] == "p99 latency") {
       p99_failed = !c["passed"].get<bool>();
       EXPECT_EQ(c["verdict"], "fail") << c.dump();
-      EXPECT_NE(c["detail"].get<std::string>().find("max of 150 steps"), std::string::npos)
+      EXPECT_NE(c["detail"].get<std::string>().find(tail_label), std::string::npos)
           << c["detail"];
-      EXPECT_LT(c["p_adjusted"].get<double>(), 0.05) << c.dump();  // significant after Holm
+      EXPECT_LT(c["p_adjusted"].get<double>(), 0.025) << c.dump();  // significant after Holm
     }
   EXPECT_TRUE(p99_failed) << r.output;
-  EXPECT_EQ(rep["tail_statistic"], "max of 150 steps");
-  EXPECT_EQ(rep["variant"]["step_ms"]["n"], 150);
+  EXPECT_EQ(rep["tail_statistic"], tail_label);
+  EXPECT_EQ(rep["variant"]["step_ms"]["n"], 30 * n);
   EXPECT_EQ(rep["policy"]["on_inconclusive"], "pass");
   ASSERT_TRUE(rep["power"].is_object()) << rep["power"];
   EXPECT_TRUE(rep["power"]["tokens_per_sec_mde_pct"].is_number()) << rep["power"];
-  EXPECT_NE(r.output.find("step ms, max of 150 steps"), std::string::npos) << r.output;
-  // The tail statistic of 5 x 30 steps is the maximum: one host hiccup in 150 baseline steps
+  EXPECT_NE(r.output.find("step ms, " + tail_label), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("repeats \"auto\": stopped at look"), std::string::npos) << r.output;
+  // The tail statistic of n x 30 steps is the maximum: one host hiccup in 150 baseline steps
   // (a ~1 s step on a loaded machine took the point estimate to +98%) enters its denominator, so
   // the size of the change is not a load-proof number. Its direction and significance are: every
   // variant repeat's maximum is the 2000 ms stall.
@@ -386,7 +416,7 @@ TEST(Compare, PeriodicStallFailsTheP99CheckWithExit1) {
       if (rec.timed && rec.step_ms >= kStallMs) stalled.push_back(rec.step);
     EXPECT_EQ(stalled, std::vector<int64_t>{25}) << e.path();
   }
-  EXPECT_EQ(repeats, 5);
+  EXPECT_EQ(repeats, n);  // the repeats the looks asked for, no more
 }
 
 TEST(Compare, NonFiniteVariantExits3WithAReportNamingArmAndStep) {

@@ -231,6 +231,23 @@ TEST(ConfigErrors, IntegerGotFloat) {
               "expected an integer, got float");
 }
 
+// An integer key with words beside its numbers ([gate] repeats = "auto"): the words pass, any
+// other string or a float is named with both forms the key takes.
+TEST(ConfigErrors, IntegerOrWordGotAnotherWordOrAFloat) {
+  EXPECT_EQ(format_value(Config::parse("[gate]\nrepeats = \"auto\"\n", "t.toml").value(
+                "gate.repeats")),
+            "\"auto\"");
+  EXPECT_EQ(Config::parse("[gate]\nrepeats = 7\n", "t.toml").integer("gate.repeats"), 7);
+  EXPECT_EQ(format_value(Config::parse("", "t.toml", {"gate.repeats=auto"}).value("gate.repeats")),
+            "\"auto\"");
+  ExpectError(ParseError("[gate]\nrepeats = \"often\"\n"), "t.toml", 2, 1, "gate.repeats",
+              "\"often\" is not one of auto");
+  ExpectError(ParseError("[gate]\nrepeats = 2.5\n"), "t.toml", 2, 1, "gate.repeats",
+              "expected an integer or \"auto\", got float");
+  ExpectError(ParseError("[gate]\nrepeats = 0\n"), "t.toml", 2, 1, "gate.repeats",
+              "out of range: 0 (must be >= 1)");
+}
+
 TEST(ConfigErrors, FloatGotString) {
   ExpectError(ParseError("[optim]\n    lr = \"fast\"\n"), "t.toml", 2, 5, "optim.lr",
               "expected a number, got string");

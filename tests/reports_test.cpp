@@ -19,6 +19,7 @@
 
 #include "fixtures/compare_fixture.h"
 #include "harness/compare/gate.h"
+#include "harness/compare/sequential.h"
 #include "harness/util/files.h"
 #include "reports/console_reporter.h"
 #include "reports/gnuplot.h"
@@ -97,7 +98,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "warnings",     "checks",     "breakdown", "policy",        "policy_source",
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
                 "timed",        "wall_seconds", "environment", "class_source", "tail_statistic",
-                "power",        "common_peak"}));
+                "power",        "common_peak", "sequential"}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
@@ -141,6 +142,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
   EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds",
                                                       "envelope_runs", "envelope_factor",
                                                       "envelope_noise", "curve_window_pct", "repeats",
+                                                      "max_repeats", "max_minutes", "check_level",
                                                       "timing_steps", "alpha", "bootstrap",
                                                       "max_p99_regression_pct", "max_slowdown_pct",
                                                       "min_speedup_pct", "min_memory_saving_pct",
@@ -221,6 +223,8 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_TRUE(j["failed_arm"].is_null());
   EXPECT_TRUE(j["failure"].is_null());
   EXPECT_EQ(j["repeats"], 5);
+  EXPECT_TRUE(j["sequential"].is_null());  // fixed repeats
+  EXPECT_EQ(j["policy"]["check_level"], 0.05);
   EXPECT_EQ(j["timed"], true);
   EXPECT_EQ(j["too_few_repeats"], false);
   EXPECT_EQ(j["wall_seconds"], 84.2);
@@ -268,6 +272,48 @@ TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
   json u = render_json(r);
   EXPECT_TRUE(u["power"].is_null());
   EXPECT_TRUE(u["tail_statistic"].is_null());
+}
+
+// repeats = "auto": the policy says "auto", the sequence's looks and why it stopped are in the
+// JSON, and every format says where it stopped and at what level, and labels the CIs' level.
+TEST(JsonReport, AutoRepeatsRecordTheLooksAndTheirLevel) {
+  auto r = testing::make_compare_result();
+  r.policy.auto_repeats = true;
+  r.policy.repeats = 6;
+  r.policy.max_repeats = 24;
+  r.repeats = 12;
+  r.sequential.enabled = true;
+  r.sequential.method = compare::kSequentialMethod;
+  r.sequential.planned = r.policy.looks();
+  r.sequential.level = r.policy.check_level();
+  r.sequential.looks = {{6, 1.5, {{"throughput", "inconclusive"}, {"p99 latency", "pass"}}},
+                        {12, 2.75, {{"throughput", "pass"}, {"p99 latency", "pass"}}}};
+  r.sequential.stopped = "decisive";
+  json j = render_json(r);
+  EXPECT_EQ(j["policy"]["repeats"], "auto");
+  EXPECT_EQ(j["policy"]["max_repeats"], 24);
+  EXPECT_DOUBLE_EQ(j["policy"]["check_level"].get<double>(), 0.0125);
+  const json& s = j["sequential"];
+  EXPECT_EQ(keys(s), (std::set<std::string>{"method", "planned_looks", "level_per_look", "looks",
+                                            "stopped"}));
+  EXPECT_EQ(s["planned_looks"], json({6, 12, 18, 24}));
+  EXPECT_DOUBLE_EQ(s["level_per_look"].get<double>(), 0.0125);
+  ASSERT_EQ(s["looks"].size(), 2u);
+  EXPECT_EQ(s["looks"][0]["repeats"], 6);
+  EXPECT_EQ(s["looks"][0]["verdicts"]["throughput"], "inconclusive");
+  EXPECT_EQ(s["looks"][1]["verdicts"]["p99 latency"], "pass");
+  EXPECT_EQ(s["stopped"], "decisive");
+  EXPECT_EQ(j["repeats"], 12);
+  const std::string said = "stopped at look 2 of 4 (12 repeats per arm, 2.8 min) because every "
+                           "timing check is decisive; each look tests at alpha/4 = 0.0125";
+  const std::string console = ConsoleReporter().render(r);
+  const std::string md = MarkdownReporter().render(r);
+  const std::string html = HtmlReporter().render(r);
+  for (const std::string* out : {&console, &md, &html}) {
+    EXPECT_NE(out->find(said), std::string::npos) << *out;
+    EXPECT_NE(out->find("98.75% CI"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("95% CI"), std::string::npos) << *out;
+  }
 }
 
 // Every human-readable format names the tail statistic with its n, shows both MFUs and the MDEs.

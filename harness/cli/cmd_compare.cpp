@@ -79,7 +79,8 @@ void add_compare_command(CLI::App& app, Action& action) {
   struct Opts {
     std::vector<std::string> configs;
     std::string baseline, variant, out, policy, golden;
-    int64_t steps = 0, check_step = -1, repeats = 0;
+    int64_t steps = 0, check_step = -1;
+    std::string repeats;  // a positive integer or "auto"
     std::vector<std::string> bsets, vsets;
     std::string history;
     bool no_history = false, against_history = false, force = false;
@@ -97,8 +98,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       ->check(positive_integer());
   cmp->add_option("--check-step", o->check_step, "step whose loss must agree (default: the last)")
       ->check(non_negative_integer());
-  cmp->add_option("--repeats", o->repeats, "timing repeats per arm (default gate.repeats = 5)")
-      ->check(positive_integer());
+  cmp->add_option("--repeats", o->repeats,
+                  "timing repeats per arm, or auto: until every timing check is decisive "
+                  "(default gate.repeats = 5)")
+      ->check(positive_integer_or_auto());
   cmp->add_option("--policy", o->policy, "a TOML file whose [gate] section is the policy to apply");
   cmp->add_option("--golden", o->golden,
                   "compare the variant's curve with these `step loss` lines (no timing verdict)");
@@ -136,7 +139,9 @@ void add_compare_command(CLI::App& app, Action& action) {
       req.golden_file = o->golden;
       req.steps = o->steps;
       req.check_step = o->check_step;
-      req.repeats = o->repeats;
+      req.repeats = o->repeats.empty()    ? 0
+                    : o->repeats == "auto" ? compare::kAutoRepeats
+                                           : std::stoll(o->repeats);
       req.policy_file = o->policy;
       check_out_dir(o->out);
       refuse_earlier_comparison(o->out, o->force);

@@ -44,6 +44,19 @@ inline CLI::Validator number_above_zero(bool strict) {
       strict ? "NUMBER>0" : "NUMBER>=0");
 }
 
+// A positive integer or the word "auto" (`compare --repeats auto`).
+inline CLI::Validator positive_integer_or_auto() {
+  const CLI::Validator integer = integer_at_least(1);
+  return CLI::Validator(
+      [integer](std::string& s) -> std::string {
+        if (s == "auto") return std::string();
+        std::string copy = s;
+        return integer(copy).empty() ? std::string()
+                                     : "'" + s + "' is not a positive integer or auto";
+      },
+      "POSITIVE|auto");
+}
+
 inline CLI::Validator positive_integer() {
   return integer_at_least(1);
 }

@@ -189,7 +189,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   if (!r.failed_arm.empty() || outs.size() < plan.timing.size()) return;
 
   r.timed = true;
-  r.repeats = r.policy.repeats;
+  r.repeats = static_cast<int64_t>(r.baseline.repeats.size());  // per arm (interleaved pairs)
   r.too_few_repeats = r.repeats < 5;
   r.determinism.checked = true;
   const std::string db = first_nondeterminism(r.baseline.loss_curve, curves_b);
@@ -254,7 +254,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   // The MDEs at the strictest level a check of the Holm family faces (alpha / checks): the
   // smallest effect this comparison could have failed a check on.
   r.power = timing_power(r.baseline, r.variant, r.tail.q,
-                         r.policy.alpha / timing_family_size(r.policy));
+                         r.policy.check_level() / timing_family_size(r.policy));
 }
 
 }  // namespace lockstep::compare

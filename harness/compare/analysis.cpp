@@ -207,7 +207,7 @@ Delta finish(double point, stats::Interval ci, double p, const gate::Policy& pol
   d.p_value = p;
   d.known = std::isfinite(point);
   d.significant =
-      d.known && ci.valid() && std::isfinite(p) && p < pol.alpha && (ci.lo > 0 || ci.hi < 0);
+      d.known && ci.valid() && std::isfinite(p) && p < pol.check_level() && (ci.lo > 0 || ci.hi < 0);
   d.wording = !d.known        ? "unknown"
               : d.significant ? (point > 0 ? up : down)
                               : "no significant change";
@@ -221,7 +221,7 @@ Delta throughput_delta(const std::vector<double>& b, const std::vector<double>& 
   const double point = 100.0 * (stats::median(v) / stats::median(b) - 1.0);
   auto ci = stats::bootstrap_ci(
       b, v, stats::pct_change([](const std::vector<double>& x) { return stats::median(x); }),
-      static_cast<int>(p.bootstrap), 0.95, 0x5eed);
+      static_cast<int>(p.bootstrap), 1 - p.check_level(), 0x5eed);
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "faster", "slower");
 }
 
@@ -235,7 +235,7 @@ Delta latency_delta(const std::vector<std::vector<double>>& b,
   auto pq = [q](const std::vector<double>& x) { return x.empty() ? NAN : stats::percentile(x, q); };
   const double point = 100.0 * (pq(pool(v)) / pq(pool(b)) - 1.0);
   auto ci = stats::bootstrap_ci_grouped(b, v, stats::pct_change(pq), static_cast<int>(p.bootstrap),
-                                        0.95, 0x5eed + 1);
+                                        1 - p.check_level(), 0x5eed + 1);
   std::vector<double> rb, rv;  // per-repeat percentiles for the rank test
   for (const auto& x : b) rb.push_back(pq(x));
   for (const auto& x : v) rv.push_back(pq(x));
@@ -255,7 +255,7 @@ Delta mfu_delta(const std::vector<double>& b, const std::vector<double>& v, cons
       [](const std::vector<double>& x, const std::vector<double>& y) {
         return 100.0 * (stats::median(y) - stats::median(x));
       },
-      static_cast<int>(p.bootstrap), 0.95, 0x5eed + 2);
+      static_cast<int>(p.bootstrap), 1 - p.check_level(), 0x5eed + 2);
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "higher", "lower");
 }
 
@@ -313,7 +313,7 @@ void median_with_ci(const std::vector<double>& x, const gate::Policy& p, double*
   auto ci = stats::bootstrap_ci(
       x, x,
       [](const std::vector<double>& a, const std::vector<double>&) { return stats::median(a); },
-      static_cast<int>(p.bootstrap), 0.95, 0x5eed + 3);
+      static_cast<int>(p.bootstrap), 1 - p.check_level(), 0x5eed + 3);
   *lo = ci.lo;
   *hi = ci.hi;
 }

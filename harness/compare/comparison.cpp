@@ -8,6 +8,7 @@
 #include "harness/compare/execute.h"
 #include "harness/compare/gate.h"
 #include "harness/compare/plan.h"
+#include "harness/compare/sequential.h"
 #include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
@@ -36,7 +37,12 @@ CompareResult run_comparison(const CompareRequest& req) {
   const ComparisonPlan plan = plan_comparison(req);
   if (req.before_runs) req.before_runs();
   CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
-  if (should_time(r)) analyse_timing(plan, execute_timing(plan, req.log), r);
+  if (should_time(r)) {
+    if (plan.policy.auto_repeats)
+      time_sequentially(plan, req.log, t0, r);  // repeats until decisive (sequential.h)
+    else
+      analyse_timing(plan, execute_timing(plan, req.log), r);
+  }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   gate::apply(r);
   return r;

@@ -9,7 +9,8 @@
 //   execute  (execute.h)  plan -> the runs' outcomes (child `lockstep run`s)
 //   analyse  (analyse.h)  plan + outcomes -> CompareResult (alignment, determinism, deltas)
 //   gate     (gate.h)     CompareResult -> checks, verdict, exit code
-// Execute and analyse go twice: the timing repeats run only when the alignment runs align.
+// Execute and analyse go twice: the timing repeats run only when the alignment runs align. With
+// [gate] repeats = "auto" the timing repeats go look by look (sequential.h).
 #pragma once
 
 #include <functional>
@@ -26,12 +27,15 @@ struct ArmSpec {
   std::vector<std::string> sets;  // section.key=value overrides
 };
 
+// CompareRequest::repeats for `--repeats auto` (gate.repeats = "auto").
+inline constexpr int64_t kAutoRepeats = -1;
+
 struct CompareRequest {
   ArmSpec baseline, variant;
   std::string out_dir;
   int64_t steps = 0;        // overrides run.steps of both arms
   int64_t check_step = -1;  // overrides gate.check_step (-1 = keep)
-  int64_t repeats = 0;      // overrides gate.repeats (0 = keep)
+  int64_t repeats = 0;      // overrides gate.repeats (0 = keep, kAutoRepeats = "auto")
   std::string policy_file;  // a TOML file whose [gate] replaces the variant's policy
   std::string golden_file;  // golden mode: baseline = these `step loss` lines, no timing
   int parallel = 0;  // untimed runs at once (0 = as many as the cores allow; on CUDA, the GPUs)

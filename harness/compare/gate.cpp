@@ -17,10 +17,12 @@ std::string bound(double x) {
   return buf;
 }
 
-std::string fmt_delta(const compare::Delta& d, const char* unit, double p_adjusted) {
-  char buf[240];
-  std::snprintf(buf, sizeof buf, "%+.2f%s [%+.2f, %+.2f] (95%% CI), p = %.3g (Holm-adjusted %.3g): %s",
-                d.point, unit, d.ci_lo, d.ci_hi, d.p_value, p_adjusted, d.wording.c_str());
+std::string fmt_delta(const compare::Delta& d, const char* unit, double p_adjusted,
+                      const Policy& p) {
+  char buf[260];
+  std::snprintf(buf, sizeof buf,
+                "%+.2f%s [%+.2f, %+.2f] (%s CI), p = %.3g (Holm-adjusted %.3g): %s", d.point, unit, d.ci_lo, d.ci_hi, p.ci_percent().c_str(), d.p_value, p_adjusted,
+                d.wording.c_str());
   return buf;
 }
 
@@ -93,7 +95,8 @@ void apply(compare::CompareResult& r) {
     if (p.min_speedup_pct) family.push_back(p_of(t));
     const std::vector<double> adj = stats::holm_adjust(family);
     auto significant = [&](const compare::Delta& d, double p_adj) {
-      return d.known && ci_valid(d) && p_adj < p.alpha && (d.ci_lo > 0 || d.ci_hi < 0);
+      return d.known && ci_valid(d) && p_adj < p.check_level() &&
+             (d.ci_lo > 0 || d.ci_hi < 0);
     };
     auto timing_check = [&](const std::string& name, const compare::Delta& d, double p_adj,
                             double mde, bool fail, bool pass, bool clear,
@@ -119,7 +122,7 @@ void apply(compare::CompareResult& r) {
       const bool pass = ci_valid(t) && t.ci_lo >= bound_pct;
       timing_check("throughput", t, adj[0], r.power.tokens_per_sec_mde_pct, fail, pass,
                    ci_valid(t) && t.ci_hi < bound_pct,
-                   "tokens/s " + fmt_delta(t, "%", adj[0]) +
+                   "tokens/s " + fmt_delta(t, "%", adj[0], p) +
                        (fail ? "; slower than the allowed " : "; allowed slowdown ") +
                        bound(p.max_slowdown_pct) + "%");
     }
@@ -133,7 +136,7 @@ void apply(compare::CompareResult& r) {
                     std::to_string(p.p99_min_samples) + ")";
       timing_check("p99 latency", l, adj[1], r.power.p99_mde_pct, fail, pass,
                    ci_valid(l) && l.ci_lo > p.max_p99_regression_pct,
-                   what + " " + fmt_delta(l, "%", adj[1]) +
+                   what + " " + fmt_delta(l, "%", adj[1], p) +
                        (fail ? "; regression beyond the allowed " : "; allowed regression ") +
                        bound(p.max_p99_regression_pct) + "%");
     }
@@ -147,7 +150,7 @@ void apply(compare::CompareResult& r) {
       timing_check("min speedup", t, adj[2], r.power.tokens_per_sec_mde_pct, fail, pass,
                    ci_valid(t) && t.ci_lo >= need,
                    "required a significant speed-up of at least " + bound(need) +
-                       "% (the CI's lower bound); measured " + fmt_delta(t, "%", adj[2]));
+                       "% (the CI's lower bound); measured " + fmt_delta(t, "%", adj[2], p));
     }
   }
   // A memory saving is a property of two arms: golden mode has one (its reference is a curve).

@@ -101,7 +101,13 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   p.policy = resolved.policy;
   p.policy_source = resolved.source;
   if (req.check_step >= 0) p.policy.check_step = req.check_step;
-  if (req.repeats > 0) p.policy.repeats = req.repeats;
+  if (req.repeats > 0) {
+    p.policy.repeats = req.repeats;
+    p.policy.auto_repeats = false;
+  } else if (req.repeats == kAutoRepeats) {
+    p.policy.auto_repeats = true;
+    p.policy.repeats = gate::Policy::kLookEvery;  // the first look
+  }
   // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
   // clamp silently (the seed band would be read at the wrong step).
   const int64_t last_step = std::min(bcfg.integer("run.steps"), vcfg.integer("run.steps"));
@@ -208,7 +214,9 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + p.policy.timing_steps,
         bcfg.integer("run.steps"));
     int idx = 0;
-    for (int64_t i = 0; i < p.policy.repeats; ++i) {
+    // repeats = "auto": planned up to max_repeats; sequential.h runs as many as it needs.
+    const int64_t planned = p.policy.auto_repeats ? p.policy.max_repeats : p.policy.repeats;
+    for (int64_t i = 0; i < planned; ++i) {
       for (int k = 0; k < 2; ++k) {
         const bool baseline_first = (i % 2 == 0);
         const bool is_b = (k == 0) == baseline_first;

@@ -8,7 +8,9 @@
 //              inject noise (golden mode, an external trainer), the baseline at K more seeds
 //              (the seed band);
 //   timing     the short timing repeats, interleaved A B, B A, A B, ... so machine drift cancels;
-//              they run one at a time, and only when the alignment runs say the loss aligns.
+//              they run one at a time, and only when the alignment runs say the loss aligns. With
+//              repeats = "auto" they are planned up to max_repeats, and sequential.h runs as many
+//              of them as its looks need.
 #pragma once
 
 #include <cstdint>

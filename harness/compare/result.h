@@ -201,6 +201,24 @@ struct CommonPeak {
   std::string source;  // that arm's peak_flops_source
 };
 
+// [gate] repeats = "auto" (harness/compare/sequential.h): the planned looks and the ones taken.
+struct SequentialLook {
+  int64_t repeats = 0;  // per arm
+  double minutes = 0;   // the comparison's wall clock when this look was judged
+  // Each timing check's verdict word at this look, in the gate's order.
+  std::vector<std::pair<std::string, std::string>> verdicts;
+};
+struct Sequential {
+  bool enabled = false;
+  std::string method;              // named, with its reference
+  std::vector<int64_t> planned;    // repeats per arm at each planned look
+  double level = NAN;              // each look's two-sided level: alpha / planned looks
+  std::vector<SequentialLook> looks;
+  // "decisive" (every timing check passed or failed, or one failed) | "max_repeats" |
+  // "max_minutes" | "run failed"
+  std::string stopped;
+};
+
 struct CompareResult {
   std::string verdict = "fail";            // "pass" | "fail"
   int exit_code = 1;                       // harness/util/exit_codes.h
@@ -234,6 +252,7 @@ struct CompareResult {
   std::string failed_arm;  // "baseline" | "variant" when a run failed
   std::string failure;
   int64_t repeats = 0;           // timing repeats per arm that ran (0 when not timed)
+  Sequential sequential;         // repeats = "auto" only
   bool timed = false;            // the timing repeats ran to the end: the deltas are measured
   bool too_few_repeats = false;  // timed, with too few repeats for a significance test
   double wall_seconds = 0;

@@ -167,9 +167,12 @@ json policy_json(const gate::Policy& p) {
           {"envelope_factor", number(p.envelope_factor)},
           {"envelope_noise", number(p.envelope_noise)},
           {"curve_window_pct", number(p.curve_window_pct)},
-          {"repeats", p.repeats},
+          {"repeats", p.auto_repeats ? json("auto") : json(p.repeats)},
+          {"max_repeats", p.max_repeats},
+          {"max_minutes", number(p.max_minutes)},
           {"timing_steps", p.timing_steps},
           {"alpha", number(p.alpha)},
+          {"check_level", number(p.check_level())},
           {"bootstrap", p.bootstrap},
           {"max_p99_regression_pct", number(p.max_p99_regression_pct)},
           {"max_slowdown_pct", number(p.max_slowdown_pct)},
@@ -186,6 +189,22 @@ json power_json(const CompareResult& r) {
           {"p50_mde_pct", number(r.power.p50_mde_pct)},
           {"power", number(r.power.power)},
           {"level", number(r.power.level)}};
+}
+
+json sequential_json(const Sequential& s) {
+  if (!s.enabled) return nullptr;
+  json looks = json::array();
+  for (const auto& l : s.looks) {
+    json verdicts = json::object();
+    for (const auto& [name, v] : l.verdicts) verdicts[name] = v;
+    looks.push_back(
+        {{"repeats", l.repeats}, {"minutes", number(l.minutes)}, {"verdicts", verdicts}});
+  }
+  return {{"method", s.method},
+          {"planned_looks", s.planned},
+          {"level_per_look", number(s.level)},
+          {"looks", looks},
+          {"stopped", s.stopped}};
 }
 
 json common_peak_json(const CompareResult& r) {
@@ -248,6 +267,7 @@ json to_json(const CompareResult& r) {
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
+          {"sequential", sequential_json(r.sequential)},
           {"timed", r.timed},
           {"too_few_repeats", r.too_few_repeats},
           {"wall_seconds", number(r.wall_seconds)},

@@ -222,7 +222,19 @@ class Loader {
     };
     switch (spec->type) {
       case Type::Int:
-        if (!node.is_integer()) throw wrong(type_of(node));
+        // An integer key with choices also takes those words (`repeats = "auto"`): check_range
+        // rejects any other string.
+        if (node.is_string() && !spec->choices.empty()) {
+          v = node.as_string()->get();
+          break;
+        }
+        if (!node.is_integer()) {
+          std::string words;
+          for (const auto& c : spec->choices) words += " or \"" + c + "\"";
+          throw ConfigError(at, dotted,
+                            std::string("expected ") + type_name(spec->type) + words + ", got " +
+                                type_of(node));
+        }
         v = node.as_integer()->get();
         break;
       case Type::Float:

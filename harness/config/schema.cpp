@@ -153,12 +153,14 @@ std::string keys_markdown() {
       if (!k.choices.empty()) {
         for (const auto& c : k.choices)
           allowed += (allowed.empty() ? "" : " \\| ") + ("`" + c + "`");
-      } else if (k.min || k.max) {
+      }
+      if (k.min || k.max) {  // an integer key with choices: its range, or one of the words
         auto b = [&](double x) {
           return k.type == Type::Int ? std::to_string(static_cast<long long>(x)) : format_value(x);
         };
-        allowed =
-            (k.min ? b(*k.min) : std::string("")) + " .. " + (k.max ? b(*k.max) : std::string(""));
+        allowed = (k.min ? b(*k.min) : std::string("")) + " .. " +
+                  (k.max ? b(*k.max) : std::string("")) +
+                  (allowed.empty() ? "" : " \\| " + allowed);
       }
       const std::string def = !std::holds_alternative<std::monostate>(k.def)
                                   ? "`" + format_value(k.def) + "`"

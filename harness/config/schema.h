@@ -42,7 +42,7 @@ struct KeySpec {
   Type type = Type::Int;
   Value def;  // monostate: no default (finalize or the component resolves it)
   std::optional<double> min, max;
-  std::vector<std::string> choices;
+  std::vector<std::string> choices;  // a string key's values; an integer key's words beside numbers
   std::string doc;
   Knob knob = Knob::Workload;
   // Optional: how a change of this key between two configs is judged when it depends on the

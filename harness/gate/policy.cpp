@@ -1,6 +1,8 @@
 #include "harness/gate/policy.h"
 
+#include <cstdio>
 #include <sstream>
+#include <variant>
 
 #include "harness/util/format.h"
 
@@ -42,7 +44,22 @@ const config::SectionSchema& gate_schema() {
                        "an external trainer)")
               .range(1, 100)
               .kind(Knob::None),
-          KeySpec::Int("repeats", 5, "timing repeats per arm").range(1, 1000).kind(Knob::None),
+          KeySpec::Int("repeats", 5,
+                       "timing repeats per arm, or \"auto\": add repeat pairs until every timing "
+                       "check is decisive (a group-sequential test, README \"Repeats until "
+                       "decisive\")")
+              .range(1, 1000)
+              .one_of({"auto"})
+              .kind(Knob::None),
+          KeySpec::Int("max_repeats", 24,
+                       "repeats = \"auto\": at most this many repeats per arm (the last look)")
+              .range(Policy::kLookEvery, 1000)
+              .kind(Knob::None),
+          KeySpec::Float("max_minutes", 30.0,
+                         "repeats = \"auto\": start no more repeats once the comparison would "
+                         "run past this many minutes")
+              .range(0.01, 1e6)
+              .kind(Knob::None),
           KeySpec::Int("timing_steps", 200,
                        "timed steps per repeat (a repeat never runs past run.steps)")
               .range(1, 1e9)
@@ -103,6 +120,24 @@ ResolvedPolicy resolve_policy(const std::string& policy_file, const config::Conf
   return {Policy::from(variant), custom ? "[gate] of " + variant_path : "defaults"};
 }
 
+std::vector<int64_t> Policy::looks() const {
+  if (!auto_repeats) return {repeats};
+  std::vector<int64_t> at;
+  for (int64_t n = kLookEvery; n < max_repeats; n += kLookEvery) at.push_back(n);
+  at.push_back(max_repeats);
+  return at;
+}
+
+double Policy::check_level() const {
+  return alpha / static_cast<double>(looks().size());
+}
+
+std::string Policy::ci_percent() const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g%%", 100.0 * (1.0 - check_level()));
+  return buf;
+}
+
 Policy Policy::from(const config::Config& c) {
   Policy p;
   p.tolerance = c.number("gate.tolerance");
@@ -112,7 +147,14 @@ Policy Policy::from(const config::Config& c) {
   p.envelope_factor = c.number("gate.envelope_factor");
   p.envelope_noise = c.number("gate.envelope_noise");
   p.curve_window_pct = c.number("gate.curve_window_pct");
-  p.repeats = c.integer("gate.repeats");
+  if (std::holds_alternative<std::string>(c.value("gate.repeats"))) {  // "auto"
+    p.auto_repeats = true;
+    p.repeats = kLookEvery;  // the first look
+  } else {
+    p.repeats = c.integer("gate.repeats");
+  }
+  p.max_repeats = c.integer("gate.max_repeats");
+  p.max_minutes = c.number("gate.max_minutes");
   p.timing_steps = c.integer("gate.timing_steps");
   p.p99_min_samples = c.integer("gate.p99_min_samples");
   p.on_inconclusive = c.str("gate.on_inconclusive");
@@ -141,9 +183,17 @@ std::string Policy::describe() const {
     o << "peak memory per rank: saving of at least " << *min_memory_saving_pct << "%\n";
   if (alignment) o << "loss alignment declared: " << *alignment << "\n";
   o << "every reported value finite\n"
-    << "significance: alpha " << alpha << ", " << util::count_of(repeats, "repeat")
-    << " per arm, 95% bootstrap CIs ("
-    << bootstrap << " resamples), Holm-corrected over the timing checks\n"
+    << "significance: alpha " << alpha << ", ";
+  if (auto_repeats) {
+    std::string at;
+    for (int64_t n : looks()) at += (at.empty() ? "" : ", ") + std::to_string(n);
+    o << "repeats \"auto\": looks at " << at << " repeats per arm (at most " << max_minutes
+      << " minutes), each at level alpha/" << looks().size() << " = " << check_level();
+  } else {
+    o << util::count_of(repeats, "repeat") << " per arm";
+  }
+  o << ", " << ci_percent() << " bootstrap CIs (" << bootstrap
+    << " resamples), Holm-corrected over the timing checks\n"
     << "tail statistic: P99 from " << p99_min_samples
     << " pooled timed steps per arm, else the maximum (" << util::count_of(timing_steps, "timed step")
     << " per repeat)\n"

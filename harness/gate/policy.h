@@ -2,8 +2,10 @@
 // purpose (a memory optimization bounds the slowdown it may cost and requires a memory saving).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/config/config.h"
 
@@ -22,6 +24,13 @@ struct Policy {
   // Extra seeds for the seed band, where no envelope can be run (golden mode, external trainers).
   int64_t seeds = 2;
   int64_t repeats = 5;        // timing repeats per arm (interleaved A B B A ...)
+  // repeats = "auto": a group-sequential design (harness/compare/sequential.h). The timing checks
+  // are judged at planned looks (every kLookEvery repeats per arm, and max_repeats) until each is
+  // decisive, one fails, or the comparison has run max_minutes; every look tests at alpha / looks.
+  bool auto_repeats = false;
+  int64_t max_repeats = 24;
+  double max_minutes = 30;
+  static constexpr int64_t kLookEvery = 6;
   // Timed steps per repeat (after run.warmup_steps and the profiled window). A repeat replays the
   // first steps of the full run, so it never runs past run.steps: a 200-step config times 190
   // steps per repeat, 5 x 190 = 950 pooled per arm, enough for a P99 (p99_min_samples).
@@ -42,6 +51,16 @@ struct Policy {
   // How the variant's loss must align, when the variant declares it: "exact" | "approximate" |
   // "none". Unset: from the knob classes of the changed keys (an external arm: "exact").
   std::optional<std::string> alignment;
+
+  // The repeats per arm at which the timing checks are judged: {repeats}, or with auto_repeats
+  // kLookEvery, 2 kLookEvery, ... and max_repeats (the last look).
+  std::vector<int64_t> looks() const;
+  // The two-sided level each timing check is tested at in one look: alpha, or with auto_repeats
+  // alpha / looks (Bonferroni over the looks: the chance of any false alarm in the whole sequence
+  // stays at most alpha, whenever it stops). The confidence intervals have level 1 - this.
+  double check_level() const;
+  // "95%" (alpha 0.05, fixed repeats), "98.75%" (4 looks): the CIs' level, as the reports print it.
+  std::string ci_percent() const;
 
   static Policy from(const config::Config& cfg);
   std::string describe() const;  // one line per rule, for the reports
