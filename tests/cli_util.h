@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "harness/runs/run_folder.h"
+#include "harness/util/malloc_tuning.h"
 #include "harness/util/process.h"
 
 namespace lockstep::testing {
@@ -43,17 +45,31 @@ struct CliResult {
   std::string output;  // stdout + stderr
 };
 
+// How run_lockstep starts the binary. Tuned: with GLIBC_TUNABLES already holding the malloc
+// settings the binary would re-execute itself to get (util::with_malloc_tunables, the one list),
+// so it does not re-execute: the first exec's dynamic linking of LibTorch's ~290 libraries is
+// ~0.45 s of CPU per start, measured here, and the suite starts the binary ~200 times. Fresh: as a
+// user starts it, re-executing itself (Run.SameConfigTwice... starts one run each way).
+enum class Start { Tuned, Fresh };
+
 // Runs `lockstep ARGS...` from the source root; output captured through a log file.
 inline CliResult run_lockstep(const std::vector<std::string>& args, const fs::path& log_dir,
-                              double timeout_s = 900) {
+                              double timeout_s = 900, Start start = Start::Tuned) {
   std::vector<std::string> argv{LOCKSTEP_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   fs::path log = log_dir / ("cli-" + std::to_string(std::random_device{}()) + ".log");
+  std::vector<std::string> env;
+  const bool tuning_off =
+      std::getenv("LOCKSTEP_NO_MALLOC_TUNING") || std::getenv("LOCKSTEP_NO_HUGEPAGES");
+  if (start == Start::Tuned && !tuning_off) {
+    const char* current = std::getenv("GLIBC_TUNABLES");
+    env.push_back("GLIBC_TUNABLES=" + util::with_malloc_tunables(current ? current : ""));
+  }
   const fs::path cwd = fs::current_path();
   fs::current_path(LOCKSTEP_SOURCE_DIR);
   util::ExitStatus st;
   try {
-    st = util::wait_for(util::spawn(argv, log), timeout_s);
+    st = util::wait_for(util::spawn(argv, log, "", env), timeout_s);
   } catch (...) {
     fs::current_path(cwd);
     throw;
