@@ -92,12 +92,14 @@ std::string text::sequential_summary(const compare::CompareResult& r) {
                               : "a run failed";
   const bool any_fail = std::any_of(last.verdicts.begin(), last.verdicts.end(),
                                     [](const auto& v) { return v.second == "fail"; });
+  const size_t planned = r.policy.looks().size();
   return "repeats \"auto\": stopped at look " + std::to_string(s.looks.size()) + " of " +
-         std::to_string(s.planned.size()) + " (" + util::count_of(last.repeats, "repeat") +
+         std::to_string(planned) + " (" + util::count_of(last.repeats, "repeat") +
          " per arm, " + fixed(last.minutes, 1) + " min) because " +
          (s.stopped == "decisive" && any_fail ? std::string("a timing check failed") : why) +
-         "; each look tests at alpha/" + std::to_string(s.planned.size()) + " = " +
-         util::format_number("%.3g", s.level) + " (group-sequential, Bonferroni boundary)";
+         "; each look tests at alpha/" + std::to_string(planned) + " = " +
+         util::format_number("%.3g", r.policy.check_level()) +
+         " (group-sequential, Bonferroni boundary)";
 }
 
 std::string text::sentence(const std::string& s) {

@@ -59,9 +59,7 @@ inline CliResult run_lockstep(const std::vector<std::string>& args, const fs::pa
   argv.insert(argv.end(), args.begin(), args.end());
   fs::path log = log_dir / ("cli-" + std::to_string(std::random_device{}()) + ".log");
   std::vector<std::string> env;
-  const bool tuning_off =
-      std::getenv("LOCKSTEP_NO_MALLOC_TUNING") || std::getenv("LOCKSTEP_NO_HUGEPAGES");
-  if (start == Start::Tuned && !tuning_off) {
+  if (start == Start::Tuned && !util::malloc_tuning_disabled()) {
     const char* current = std::getenv("GLIBC_TUNABLES");
     env.push_back("GLIBC_TUNABLES=" + util::with_malloc_tunables(current ? current : ""));
   }

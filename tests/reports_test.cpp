@@ -19,7 +19,6 @@
 
 #include "fixtures/compare_fixture.h"
 #include "harness/compare/gate.h"
-#include "harness/compare/sequential.h"
 #include "harness/util/files.h"
 #include "reports/console_reporter.h"
 #include "reports/gnuplot.h"
@@ -283,9 +282,6 @@ TEST(JsonReport, AutoRepeatsRecordTheLooksAndTheirLevel) {
   r.policy.max_repeats = 24;
   r.repeats = 12;
   r.sequential.enabled = true;
-  r.sequential.method = compare::kSequentialMethod;
-  r.sequential.planned = r.policy.looks();
-  r.sequential.level = r.policy.check_level();
   r.sequential.looks = {{6, 1.5, {{"throughput", "inconclusive"}, {"p99 latency", "pass"}}},
                         {12, 2.75, {{"throughput", "pass"}, {"p99 latency", "pass"}}}};
   r.sequential.stopped = "decisive";

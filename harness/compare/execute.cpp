@@ -1,5 +1,7 @@
 #include "harness/compare/execute.h"
 
+#include <algorithm>
+
 namespace lockstep::compare {
 
 std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log) {
@@ -11,16 +13,23 @@ std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, cons
   return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
 }
 
+bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t until,
+                          std::vector<runs::RunOutcome>& out) {
+  until = std::min(until, plan.timing.size());
+  while (out.size() < until) {
+    const auto& t = plan.timing[out.size()];
+    if (log)
+      log("timing repeat " + std::to_string(out.size() + 1) + "/" + std::to_string(until) + ": " +
+          t.arm);
+    out.push_back(runs::run_child(t.job));
+    if (!out.back().ok()) return false;
+  }
+  return true;
+}
+
 std::vector<runs::RunOutcome> execute_timing(const ComparisonPlan& plan, const Log& log) {
   std::vector<runs::RunOutcome> out;
-  for (size_t i = 0; i < plan.timing.size(); ++i) {
-    const auto& t = plan.timing[i];
-    if (log)
-      log("timing repeat " + std::to_string(i + 1) + "/" + std::to_string(plan.timing.size()) +
-          ": " + t.arm);
-    out.push_back(runs::run_child(t.job));
-    if (!out.back().ok()) break;
-  }
+  execute_timing_until(plan, log, plan.timing.size(), out);
   return out;
 }
 

@@ -21,4 +21,9 @@ std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, cons
 // in plan order. Stops at the first failed run, whose outcome is the last one returned.
 std::vector<runs::RunOutcome> execute_timing(const ComparisonPlan& plan, const Log& log);
 
+// The same, continued: runs plan.timing[out.size()] .. [until - 1] onto `out` (repeats = "auto"
+// runs them look by look). False when a run failed (its outcome is out's last).
+bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t until,
+                          std::vector<runs::RunOutcome>& out);
+
 }  // namespace lockstep::compare

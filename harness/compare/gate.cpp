@@ -53,6 +53,10 @@ std::string mde_phrase(double mde, const compare::Power& pw) {
 
 }  // namespace
 
+bool is_timing_check(const std::string& name) {
+  return name == "throughput" || name == "p99 latency" || name == "min speedup";
+}
+
 void apply(compare::CompareResult& r) {
   using compare::Check;
   const Policy& p = r.policy;

@@ -11,4 +11,8 @@ namespace lockstep::gate {
 // Fills r.checks, r.verdict and r.exit_code from everything else in r.
 void apply(compare::CompareResult& r);
 
+// Whether a check of that name is one of apply's timing checks (throughput, p99 latency, min
+// speedup): the ones Holm corrects together and repeats = "auto" waits on.
+bool is_timing_check(const std::string& name);
+
 }  // namespace lockstep::gate

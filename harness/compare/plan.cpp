@@ -105,8 +105,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     p.policy.repeats = req.repeats;
     p.policy.auto_repeats = false;
   } else if (req.repeats == kAutoRepeats) {
-    p.policy.auto_repeats = true;
-    p.policy.repeats = gate::Policy::kLookEvery;  // the first look
+    p.policy.use_auto_repeats();
   }
   // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
   // clamp silently (the seed band would be read at the wrong step).

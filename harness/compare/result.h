@@ -201,18 +201,18 @@ struct CommonPeak {
   std::string source;  // that arm's peak_flops_source
 };
 
-// [gate] repeats = "auto" (harness/compare/sequential.h): the planned looks and the ones taken.
+// [gate] repeats = "auto" (harness/compare/sequential.h): the looks taken (the planned ones and
+// their level come from the policy: gate::Policy::looks, check_level).
 struct SequentialLook {
   int64_t repeats = 0;  // per arm
   double minutes = 0;   // the comparison's wall clock when this look was judged
   // Each timing check's verdict word at this look, in the gate's order.
   std::vector<std::pair<std::string, std::string>> verdicts;
 };
+// The method's name, with its reference, as report.json gives it (defined in sequential.cpp).
+extern const char* const kSequentialMethod;
 struct Sequential {
   bool enabled = false;
-  std::string method;              // named, with its reference
-  std::vector<int64_t> planned;    // repeats per arm at each planned look
-  double level = NAN;              // each look's two-sided level: alpha / planned looks
   std::vector<SequentialLook> looks;
   // "decisive" (every timing check passed or failed, or one failed) | "max_repeats" |
   // "max_minutes" | "run failed"

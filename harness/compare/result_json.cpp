@@ -191,7 +191,7 @@ json power_json(const CompareResult& r) {
           {"level", number(r.power.level)}};
 }
 
-json sequential_json(const Sequential& s) {
+json sequential_json(const Sequential& s, const gate::Policy& p) {
   if (!s.enabled) return nullptr;
   json looks = json::array();
   for (const auto& l : s.looks) {
@@ -200,9 +200,9 @@ json sequential_json(const Sequential& s) {
     looks.push_back(
         {{"repeats", l.repeats}, {"minutes", number(l.minutes)}, {"verdicts", verdicts}});
   }
-  return {{"method", s.method},
-          {"planned_looks", s.planned},
-          {"level_per_look", number(s.level)},
+  return {{"method", kSequentialMethod},
+          {"planned_looks", p.looks()},
+          {"level_per_look", number(p.check_level())},
           {"looks", looks},
           {"stopped", s.stopped}};
 }
@@ -267,7 +267,7 @@ json to_json(const CompareResult& r) {
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
-          {"sequential", sequential_json(r.sequential)},
+          {"sequential", sequential_json(r.sequential, r.policy)},
           {"timed", r.timed},
           {"too_few_repeats", r.too_few_repeats},
           {"wall_seconds", number(r.wall_seconds)},

@@ -14,10 +14,6 @@ const char* const kSequentialMethod =
 
 namespace {
 
-bool is_timing_check(const Check& c) {
-  return c.name == "throughput" || c.name == "p99 latency" || c.name == "min speedup";
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -41,25 +37,13 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
   const std::vector<int64_t> planned = plan.policy.looks();
   Sequential seq;
   seq.enabled = true;
-  seq.method = kSequentialMethod;
-  seq.planned = planned;
-  seq.level = plan.policy.check_level();
 
   std::vector<runs::RunOutcome> outs;
   const CompareResult aligned = r;
   const auto timing_started = std::chrono::steady_clock::now();
   for (size_t l = 0; l < planned.size(); ++l) {
     const size_t need = std::min(plan.timing.size(), static_cast<size_t>(2 * planned[l]));
-    bool failed = false;
-    while (outs.size() < need && !failed) {
-      const auto& t = plan.timing[outs.size()];
-      if (log)
-        log("timing repeat " + std::to_string(outs.size() + 1) + "/" + std::to_string(need) +
-            " (look " + std::to_string(l + 1) + "/" + std::to_string(planned.size()) +
-            "): " + t.arm);
-      outs.push_back(runs::run_child(t.job));
-      failed = !outs.back().ok();
-    }
+    const bool failed = !execute_timing_until(plan, log, need, outs);
     ComparisonPlan at_look = plan;
     at_look.timing.resize(need);
     CompareResult judged = aligned;
@@ -71,7 +55,7 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
     look.minutes = seconds_since(started) / 60.0;
     std::vector<std::string> words;
     for (const auto& c : judged.checks)
-      if (is_timing_check(c)) {
+      if (gate::is_timing_check(c.name)) {
         look.verdicts.emplace_back(c.name, verdict_of(c));
         words.push_back(verdict_of(c));
       }
@@ -94,7 +78,7 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
         said += (said.empty() ? "" : ", ") + name + " " + v;
       char head[96];
       std::snprintf(head, sizeof head, "look %zu/%zu at %lld repeats per arm (level %.3g): ", l + 1,
-                    planned.size(), static_cast<long long>(look.repeats), seq.level);
+                    planned.size(), static_cast<long long>(look.repeats), plan.policy.check_level());
       log(head + said + (seq.stopped.empty() ? "; going on" : "; stopping: " + seq.stopped));
     }
     if (!seq.stopped.empty()) break;

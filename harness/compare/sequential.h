@@ -28,8 +28,6 @@
 
 namespace lockstep::compare {
 
-extern const char* const kSequentialMethod;  // the method's name as report.json gives it
-
 // After look `look` (0-based) of `looks` planned, with these timing-check verdict words: why the
 // sequence stops there, or "" to go on. elapsed_s: the comparison's wall clock so far; next_s: the
 // estimated seconds the next look's repeats take.

@@ -147,12 +147,10 @@ Policy Policy::from(const config::Config& c) {
   p.envelope_factor = c.number("gate.envelope_factor");
   p.envelope_noise = c.number("gate.envelope_noise");
   p.curve_window_pct = c.number("gate.curve_window_pct");
-  if (std::holds_alternative<std::string>(c.value("gate.repeats"))) {  // "auto"
-    p.auto_repeats = true;
-    p.repeats = kLookEvery;  // the first look
-  } else {
+  if (std::holds_alternative<std::string>(c.value("gate.repeats")))  // "auto"
+    p.use_auto_repeats();
+  else
     p.repeats = c.integer("gate.repeats");
-  }
   p.max_repeats = c.integer("gate.max_repeats");
   p.max_minutes = c.number("gate.max_minutes");
   p.timing_steps = c.integer("gate.timing_steps");

@@ -55,6 +55,11 @@ struct Policy {
   // The repeats per arm at which the timing checks are judged: {repeats}, or with auto_repeats
   // kLookEvery, 2 kLookEvery, ... and max_repeats (the last look).
   std::vector<int64_t> looks() const;
+  // repeats = "auto": the first look's repeats go in `repeats` (the plan's warnings read it).
+  void use_auto_repeats() {
+    auto_repeats = true;
+    repeats = kLookEvery;
+  }
   // The two-sided level each timing check is tested at in one look: alpha, or with auto_repeats
   // alpha / looks (Bonferroni over the looks: the chance of any false alarm in the whole sequence
   // stays at most alpha, whenever it stops). The confidence intervals have level 1 - this.

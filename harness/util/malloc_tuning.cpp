@@ -35,8 +35,12 @@ std::string with_malloc_tunables(const std::string& current) {
   return out;
 }
 
+bool malloc_tuning_disabled() {
+  return std::getenv("LOCKSTEP_NO_MALLOC_TUNING") || std::getenv("LOCKSTEP_NO_HUGEPAGES");
+}
+
 void ensure_malloc_tuning(char** argv) {
-  if (std::getenv("LOCKSTEP_NO_MALLOC_TUNING") || std::getenv("LOCKSTEP_NO_HUGEPAGES")) return;
+  if (malloc_tuning_disabled()) return;
   const char* env = std::getenv("GLIBC_TUNABLES");
   const std::string current = env ? env : "";
   const std::string wanted = with_malloc_tunables(current);

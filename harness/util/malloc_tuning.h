@@ -21,6 +21,10 @@ namespace lockstep::util {
 // tunable the user set is never overridden). Equal to `current` when nothing is missing.
 std::string with_malloc_tunables(const std::string& current);
 
+// Whether the user turned the malloc settings off (LOCKSTEP_NO_MALLOC_TUNING or
+// LOCKSTEP_NO_HUGEPAGES set).
+bool malloc_tuning_disabled();
+
 // Re-executes this binary with with_malloc_tunables(GLIBC_TUNABLES) when that adds something
 // (glibc reads tunables only at start-up). Returns (without re-executing) when nothing is missing,
 // when LOCKSTEP_NO_MALLOC_TUNING or LOCKSTEP_NO_HUGEPAGES is set, or when the exec fails.
