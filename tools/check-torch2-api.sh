@@ -7,7 +7,9 @@
 #           -DUSE_C10D_NCCL, against Debian trixie's libtorch-cuda-dev 2.6 (the real CUDA LibTorch
 #           headers: c10/cuda, ATen/cuda, ProcessGroupNCCL.hpp, Kineto) and the CUDA toolkit's
 #           headers (cuda_runtime, nccl.h): what a CUDA build compiles.
-#   cpu     the sources that include LibTorch, against trixie's libtorch-dev 2.6 (CPU).
+#   cpu     the sources that include LibTorch and test a CUDA define (all of them when the cuda
+#           pass cannot run), against trixie's libtorch-dev 2.6 (CPU): the CPU side of those
+#           defines; the other LibTorch sources are the same code in the cuda pass, 2.6 too.
 #   newest  the same, against the newest libtorch-dev Debian has (forky: 2.14, as C++20), for the
 #           API drift after 2.6 (GPU machines run newer LibTorch than 2.6).
 #
@@ -107,7 +109,7 @@ reaches() {
       seen[$f]=1
       return 0
     fi
-  done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$root/$f")
+  done < <(sed -n -e 's/^#include "\([^"]*\)".*/\1/p' -e 's|^#include <\(lockstep/[^>]*\)>.*|include/\1|p' "$root/$f")
   return 1
 }
 # Whether a file reaches a LibTorch header; whether it tests a CUDA define.
@@ -190,47 +192,44 @@ for i in "${!passes[@]}"; do
   echo "pass $p: ${pass_label[$p]}"
 done
 
-# Batches, not one compilation per source. A -fsyntax-only run of one LibTorch source spends ~15 s
+# Batches, not one compilation per source. A -fsyntax-only run of one LibTorch source spends ~20 s
 # parsing LibTorch and well under a second on the source itself (measured here: the 28 LibTorch
 # sources take 170 s one by one, 11 s as one batch), so each batch is one file that includes its
 # sources, compiled once. A batch that fails is split in two and each half compiled again, down to
 # single sources: an error is always reported against the one source that has it, compiled alone.
 # A batch that fails only because two of its sources clash when included together (two
 # anonymous-namespace helpers of one name) ends in sources that each compile alone: it passes, and
-# the output says which batch had to be split. Batches, per pass: the LibTorch ones, "lib-K": the
-# project's LibTorch sources with the first example plugin, the in-process CUDA tests with the
-# second, each further plugin alone; no two plugins share one (each defines lockstep_plugin_init),
-# and each LibTorch batch parses LibTorch once (measured here: the 25 LibTorch sources alone 22.6 s
-# of CPU, with a plugin 20.8 s; a plugin alone 16.5 s). Then the LibTorch-free sources (cuda pass)
-# by folder.
-declare -A plugin_index=()
-batch_of() {  # file -> batch label (plugin_index: this pass's plugins, numbered from 0)
+# the output says which batch had to be split. One LibTorch batch per pass, "lib": the project's
+# LibTorch sources, the example plugins (each defines lockstep_plugin_init: in a batch each
+# plugin's is renamed by a define around its sources; their helpers live in namespaces of their
+# own) and, in the cuda pass, the in-process CUDA tests. It parses LibTorch once per pass
+# (measured here: with a batch per plugin, 6 batches took 205 s of CPU; one per pass, ~3 x 25 s).
+# Then the LibTorch-free sources (cuda pass) by folder.
+batch_of() {  # file -> batch label
   local f=$1
   case "$f" in
-    examples/plugins/*) f=${f#examples/plugins/}; echo "lib-${plugin_index[${f%%/*}]}" ;;
-    tests/*) echo lib-1 ;;
-    *) if [ -n "${is_torch[$f]:-}" ]; then echo lib-0; else echo "free-$(dirname "$f" | tr / -)"; fi ;;
+    examples/plugins/* | tests/*) echo lib ;;
+    *) if [ -n "${is_torch[$f]:-}" ]; then echo lib; else echo "free-$(dirname "$f" | tr / -)"; fi ;;
   esac
 }
 declare -A is_torch=()
 for f in "${torch_sources[@]}"; do is_torch[$f]=1; done
+
+# The cpu pass: with the cuda pass (LibTorch 2.6 too) beside it, only the LibTorch sources that
+# test a CUDA define: the others are the same code in both passes, against the same LibTorch
+# version, and the cuda pass compiles them. Without a cuda pass, every LibTorch source.
+cpu_sources=()
+for f in "${torch_sources[@]}"; do
+  if [[ " ${passes[*]} " != *" cuda "* ]] || tests_cuda_define "$f"; then cpu_sources+=("$f"); fi
+done
 
 jobs_file=$work/jobs
 n_jobs=0
 for p in "${passes[@]}"; do
   declare -A members=()
   files=("${torch_sources[@]}")
+  [ "$p" = cpu ] && files=("${cpu_sources[@]}")
   [ "$p" = cuda ] && files=("${cuda_sources[@]}" "${cuda_tests[@]}")
-  plugin_index=()
-  k=0
-  for f in "${files[@]}"; do  # sorted: each plugin's sources are together
-    case "$f" in examples/plugins/*) ;; *) continue ;; esac
-    name=${f#examples/plugins/}
-    name=${name%%/*}
-    [ -n "${plugin_index[$name]:-}" ] && continue
-    plugin_index[$name]=$k
-    k=$((k + 1))
-  done
   for f in "${files[@]}"; do
     b=$(batch_of "$f")
     members[$b]="${members[$b]:-} $f"
@@ -275,7 +274,17 @@ check_batch() {  # depth pass label file... (flags come from the environment); 1
     echo "$p $1 $log" >> "$work/failed"
     return 1
   fi
-  printf '#include "%s"\n' "$@" > "$unit"
+  local f name
+  for f in "$@"; do
+    case "$f" in
+      examples/plugins/*/*)
+        name=${f#examples/plugins/}
+        name=$(printf '%s' "${name%%/*}" | tr -c 'A-Za-z0-9_' _)
+        printf '#define lockstep_plugin_init lockstep_plugin_init_%s\n#include "%s"\n#undef lockstep_plugin_init\n' \
+          "$name" "$f" ;;
+      *) printf '#include "%s"\n' "$f" ;;
+    esac
+  done > "$unit"
   # shellcheck disable=SC2086
   (cd "$root" && g++ ${COMMON} ${!flags_var} -fsyntax-only "$unit") 2> "$log" && return 0
   local half=$(($# / 2)) bad=0
@@ -301,7 +310,9 @@ if [ -f "$work/failed" ]; then
 fi
 
 if [ $status -eq 0 ]; then
-  echo "all compiled: ${#cuda_sources[@]} sources and ${#cuda_tests[@]} test in the cuda pass${cuda_skipped:+ (not run)} ($n_free_skipped LibTorch-free sources test no CUDA define: compiled by the build), ${#torch_sources[@]} LibTorch sources per CPU pass, ${#cu_sources[@]} .cu ($n_jobs source compilations in $(wc -l < "$jobs_file") batches)"
+  cpu_what="the ${#cpu_sources[@]} LibTorch sources that test a CUDA define in the cpu pass"
+  [[ " ${passes[*]} " == *" cuda "* ]] || cpu_what="${#cpu_sources[@]} LibTorch sources in the cpu pass"
+  echo "all compiled: ${#cuda_sources[@]} sources and ${#cuda_tests[@]} tests in the cuda pass${cuda_skipped:+ (not run)} ($n_free_skipped LibTorch-free sources test no CUDA define: compiled by the build), $cpu_what, ${#torch_sources[@]} in the newest, ${#cu_sources[@]} .cu ($n_jobs source compilations in $(wc -l < "$jobs_file") batches)"
 fi
 [ $status -ne 0 ] && exit 1
 if [ -n "$cuda_skipped" ]; then

@@ -13,6 +13,9 @@
 #include <cmath>
 #include <limits>
 
+// The plugin's helpers, in a namespace of its own: internal to this file, and distinct from every
+// other plugin's (tools/check-torch2-api.sh compiles all the example plugins in one unit).
+namespace buggy_attention_plugin {
 namespace {
 
 torch::Tensor sees_next_token(const torch::Tensor& q, const torch::Tensor& k,
@@ -26,8 +29,10 @@ torch::Tensor sees_next_token(const torch::Tensor& q, const torch::Tensor& k,
 }
 
 }  // namespace
+}  // namespace buggy_attention_plugin
 
 extern "C" void lockstep_plugin_init(lockstep::plugin::Registry& r) {
+  using namespace buggy_attention_plugin;
   r.attention("sees_next_token", lockstep::plugin::Knob::Exact, sees_next_token,
               "math attention whose causal mask is off by one (a deliberate bug, for tests)");
 }

@@ -23,6 +23,9 @@
 
 #include "kernels.h"
 
+// The plugin's helpers, in a namespace of its own: internal to this file, and distinct from every
+// other plugin's (tools/check-torch2-api.sh compiles all the example plugins in one unit).
+namespace fused_cpu_plugin {
 namespace {
 
 using torch::Tensor;
@@ -310,8 +313,10 @@ void adamw(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const Tensor& decay
 }
 
 }  // namespace
+}  // namespace fused_cpu_plugin
 
 extern "C" void lockstep_plugin_init(lockstep::plugin::Registry& r) {
+  using namespace fused_cpu_plugin;
   using lockstep::plugin::Knob;
   r.attention("cpu_causal", Knob::Approximate, causal_attention,
               "causal attention per head in cache, only the blocks at or below the diagonal, "

@@ -30,6 +30,9 @@
 
 #include "kernels.h"
 
+// The plugin's helpers, in a namespace of its own: internal to this file, and distinct from every
+// other plugin's (tools/check-torch2-api.sh compiles all the example plugins in one unit).
+namespace fused_cuda_plugin {
 namespace {
 
 using torch::Tensor;
@@ -186,8 +189,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, double eps)
 }
 
 }  // namespace
+}  // namespace fused_cuda_plugin
 
 extern "C" void lockstep_plugin_init(lockstep::plugin::Registry& r) {
+  using namespace fused_cuda_plugin;
   using lockstep::plugin::Knob;
   r.activation("cuda_bias_gelu", Knob::Approximate, bias_gelu,
                "LibTorch's GEMM, then bias + exact GELU in one CUDA kernel (fp32 math); the "
