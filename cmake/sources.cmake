@@ -115,6 +115,7 @@ set(LOCKSTEP_TORCH_SOURCES
   variants/precision.cpp
   variants/sharding.cpp
   variants/adamw.cpp
+  variants/adamw_kernel.cpp
   harness/kernels/builtins.cpp
   harness/kernels/kernel_table.cpp
   harness/kernels/plugin_loader.cpp

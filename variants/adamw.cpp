@@ -1,36 +1,11 @@
 #include "variants/adamw.h"
 
-#include <ATen/Parallel.h>
-
 #include <cmath>
+
+#include "variants/adamw_kernel.h"
 
 namespace lockstep::variants {
 namespace {
-
-// The same update in one pass over memory (the ATen-op form below makes nine: each op reads and
-// writes whole buffers, and the buffers are far larger than the caches). Per element, in this
-// order: m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; d = sqrt(v)/sqrt(bc2) + eps;
-// p = p - lr*wd*decay*p; p = p - (lr/bc1)*m/d. Elementwise and fixed-order: deterministic for
-// any thread count.
-void adamw_cpu_fp32(float* __restrict p, const float* __restrict g, float* __restrict m,
-                    float* __restrict v, const float* __restrict decay, int64_t n, float b1,
-                    float b2, float sqrt_bc2, float eps, float lr_wd, float step) {
-  const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
-  at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {  // vectorized by the compiler (see CMake flags)
-      const float gi = g[i];
-      const float mi = m[i] * b1 + gi * omb1;
-      const float vi = v[i] * b2 + gi * gi * omb2;
-      const float d = __builtin_sqrtf(vi) / sqrt_bc2 + eps;
-      float pi = p[i];
-      pi = pi - lr_wd * decay[i] * pi;
-      pi = pi - step * mi / d;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = pi;
-    }
-  });
-}
 
 bool fusable(std::initializer_list<const torch::Tensor*> ts) {
   for (const auto* t : ts)
