@@ -170,6 +170,8 @@ if [ "$newest_suite" != none ]; then
   passes+=(newest)
 fi
 
+has_pass() { [[ " ${passes[*]} " == *" $1 "* ]]; }  # whether pass $1 runs here
+
 # Canaries: each pass really sees its headers (not the system's 1.13, not the CPU package). They
 # compile at once (the cuda one parses ProcessGroupNCCL.hpp: most of the 14 s they took in turn).
 status=0
@@ -221,7 +223,7 @@ for f in "${torch_sources[@]}"; do is_torch[$f]=1; done
 # version, and the cuda pass compiles them. Without a cuda pass, every LibTorch source.
 cpu_sources=()
 for f in "${torch_sources[@]}"; do
-  if [[ " ${passes[*]} " != *" cuda "* ]] || tests_cuda_define "$f"; then cpu_sources+=("$f"); fi
+  if ! has_pass cuda || tests_cuda_define "$f"; then cpu_sources+=("$f"); fi
 done
 
 jobs_file=$work/jobs
@@ -245,7 +247,7 @@ for p in "${passes[@]}"; do
 done > "$jobs_file.unsorted"
 # CUDA sources (kernels of plugins): one nvcc job each, against the CUDA LibTorch headers, started
 # first, beside the LibTorch batches (nvcc takes ~25 s on one core; after them it ran alone).
-if [[ " ${passes[*]} " == *" cuda "* ]]; then
+if has_pass cuda; then
   for f in "${cu_sources[@]}"; do
     echo "-1 cuda nvcc $f" >> "$jobs_file.unsorted"
     n_jobs=$((n_jobs + 1))
@@ -312,9 +314,9 @@ fi
 
 if [ $status -eq 0 ]; then
   cpu_what="the ${#cpu_sources[@]} LibTorch sources that test a CUDA define in the cpu pass"
-  [[ " ${passes[*]} " == *" cuda "* ]] || cpu_what="${#cpu_sources[@]} LibTorch sources in the cpu pass"
+  has_pass cuda || cpu_what="${#cpu_sources[@]} LibTorch sources in the cpu pass"
   newest_what=", ${#torch_sources[@]} in the newest"
-  [[ " ${passes[*]} " == *" newest "* ]] || newest_what=""
+  has_pass newest || newest_what=""
   echo "all compiled: ${#cuda_sources[@]} sources and ${#cuda_tests[@]} tests in the cuda pass${cuda_skipped:+ (not run)} ($n_free_skipped LibTorch-free sources test no CUDA define: compiled by the build), $cpu_what$newest_what, ${#cu_sources[@]} .cu ($n_jobs source compilations in $(wc -l < "$jobs_file") batches)"
 fi
 [ $status -ne 0 ] && exit 1
