@@ -6,6 +6,9 @@
 #   ratio_curve = mean |delta| over the curve window / mean E over it   (approximate knobs)
 #   aligned at factor c  <=>  ratio_check <= c and ratio_curve <= c
 # For an exact knob the ratios are against the tolerance instead (aligned <=> both < 1).
+# With the envelope rule the function probe (README "The function probe") is judged too:
+#   probe_ratio = the largest d / E over its checkpoints and tensors, probe_at = where
+#   aligned at factors (c, c_probe)  <=>  the above and probe_ratio <= c_probe
 # Timing is cut to the minimum (1 repeat of 10 timed steps): only the alignment is measured here.
 #
 # usage: bench/alignment-power.sh LOCKSTEP BASELINE VARIANT FIRST_SEED N OUT.tsv [--set KEY=VALUE...]
@@ -46,11 +49,14 @@ if a["rule"] == "envelope":
 else:  # tolerance: the ratios are against the tolerance
     check_scale = curve_scale = num(a["tolerance"])
 ratio = lambda v, s: v / s if s > 0 else float("inf")
+p = a.get("probe") or {}
+probe = ["%.3f" % num(p["ratio_max"]), "%s@%s" % (p["at_tensor"], p["at_step"])] \
+    if "ratio_max" in p else ["nan", "-"]
 print("\t".join(str(x) for x in [
     sys.argv[2], r["verdict"], a["rule"], a["aligned"], "%.3e" % num(a["abs_diff"]),
     "%.3e" % check_scale, "%.3f" % ratio(num(a["abs_diff"]), check_scale),
     "%.3e" % num(a["curve"]["value"]), "%.3e" % curve_scale,
-    "%.3f" % ratio(num(a["curve"]["value"]), curve_scale)]))
+    "%.3f" % ratio(num(a["curve"]["value"]), curve_scale)] + probe))
 EOF
   tail -n1 "$out" >&2
 done

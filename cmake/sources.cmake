@@ -34,6 +34,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/runs/summary.cpp
   harness/train/peak.cpp
   harness/runs/run_json.cpp
+  harness/train/probe_file.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp
@@ -58,6 +59,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/bisect_console.cpp
   harness/compare/analysis.cpp
   harness/compare/envelope.cpp
+  harness/compare/probe_check.cpp
   harness/compare/sequential.cpp
   harness/compare/plan.cpp
   harness/compare/execute.cpp
@@ -130,6 +132,7 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/faults.cpp
   harness/train/profile_window.cpp
   harness/train/trainer.cpp
+  harness/train/probe.cpp
   harness/train/watchdog.cpp
   harness/train/profiler.cpp
   harness/train/kineto_window.cpp

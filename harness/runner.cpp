@@ -206,7 +206,30 @@ int run_training(const RunRequest& req) {
                      " already holds a run (config.toml); choose another --out, remove it, or "
                      "--resume it");
 
-  if (external::is_external(cfg)) return run_external_arm(req, cfg, out);
+  if (external::is_external(cfg)) {
+    if (!req.probe.empty())
+      throw UsageError(req.probe + ": an external trainer's arm cannot be probed (Lockstep runs "
+                       "no forward of it)");
+    return run_external_arm(req, cfg, out);
+  }
+
+  if (!req.probe.empty()) {  // the function probe: no training, no calibration, one rank
+    train::TrainOptions topts;
+    topts.out_dir = out;
+    topts.probe_from = runs::RunFolder(req.probe).checkpoints();
+    if (!fs::is_directory(topts.probe_from))
+      throw UsageError(req.probe + ": no checkpoints/ folder to probe (a run folder with "
+                       "[checkpoint] every > 0)");
+    train::Trainer trainer(cfg, who, topts);
+    fs::create_directories(out);
+    folder.write_config(cfg.to_toml());
+    const auto rec = trainer.probe();
+    train::write_probe(out, rec);
+    if (!req.quiet)
+      std::cout << "probed " << rec.steps.size() << " checkpoints of " << req.probe << ", "
+                << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
+    return kExitPass;
+  }
 
   if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
     ensure_calibration(cfg, req.quiet);

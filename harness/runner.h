@@ -21,6 +21,9 @@ struct RunRequest {
   int nproc = 0;                  // --nproc: overrides parallel.world_size
   std::string resume;             // a previous run's folder to continue
   std::string export_losses;      // write "step loss" lines here
+  // --probe: a run folder whose checkpoints to probe instead of training (harness/train/probe.h);
+  // writes probe.json and probe.bin into the output folder.
+  std::string probe;
   bool quiet = false;
   std::string history;      // --history: the history database (default: see history::resolve_path)
   bool no_history = false;  // --no-history: do not record this run

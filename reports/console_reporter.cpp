@@ -119,6 +119,11 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
                     "mean |delta| " + general(a.curve.value),
                     "bound " + general(a.curve.bound) +
                         (a.curve.passed ? ", within" : ", EXCEEDED")});
+  if (a.probe.run)
+    rows.push_back({"probe", std::to_string(a.probe.steps.size()) + " checkpoints",
+                    "max ratio " + fixed(a.probe.ratio_max, 2) + " (" + a.probe.at_tensor + ")",
+                    "bound " + general(a.probe.factor) +
+                        (a.probe.passed ? ", inside" : ", OUTSIDE at " + a.probe.first_outside_tensor)});
   rows.push_back({"curve", "max |delta| " + general(a.max_abs_diff),
                   a.first_divergent_step
                       ? "first divergent step " + std::to_string(a.first_divergent_step)

@@ -123,6 +123,8 @@ void alignment(std::ostream& o, const compare::CompareResult& r) {
       << (a.curve.passed ? "<span class=\"yes\">within</span>"
                          : "<span class=\"no\">exceeded</span>")
       << ".</p>\n";
+  if (const std::string ps = text::probe_summary(a); !ps.empty())
+    o << "<p>" << html_escape("F" + ps.substr(1)) << ".</p>\n";
   o << "<div class=\"plots\">" << figure("Loss vs step", loss_curves_plot(r))
     << figure("Loss difference (variant − baseline)", loss_difference_plot(r))
     << "</div></section>\n";

@@ -122,6 +122,8 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
       << " = " << fixed(a.curve.value, 6) << ", bound " << fixed(a.curve.bound, 6) << " ("
       << (a.curve.bound_rule == "tolerance" ? "the tolerance" : "factor × mean envelope") << "); "
       << (a.curve.passed ? "within" : "**exceeded**") << "\n";
+  if (const std::string ps = text::probe_summary(a); !ps.empty())
+    o << "\n" << markdown_escape("F" + ps.substr(1)) << "\n";
   if (a.band)
     o << "\nSeed band: " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4) << " (half-width "
       << fixed(a.band->half_width, 6) << ", " << a.band->seeds.size() << " seeds); variant "

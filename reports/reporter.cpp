@@ -80,6 +80,19 @@ std::string text::timing_summary(const compare::CompareResult& r) {
   return "not timed (the loss does not align)";
 }
 
+std::string text::probe_summary(const compare::Alignment& a) {
+  const auto& p = a.probe;
+  if (!p.run) return p.note.empty() ? "" : "function probe " + p.note;
+  std::string s = "function probe (" + std::to_string(p.steps.size()) + " checkpoints x " +
+                  std::to_string(p.tensors.size()) + " tensors, " +
+                  util::count_of(p.noise_runs, "noise probe") + "): largest ratio " +
+                  fixed(p.ratio_max, 2) + " (" + p.at_tensor + " at step " +
+                  std::to_string(p.at_step) + "), bound " + util::format_number("%g", p.factor);
+  if (p.passed) return s + ": inside";
+  return s + ": OUTSIDE, first in forward order at " + p.first_outside_tensor + " (step " +
+         std::to_string(p.first_outside_step) + ")";
+}
+
 std::string text::sequential_summary(const compare::CompareResult& r) {
   const auto& s = r.sequential;
   if (!s.enabled || s.looks.empty()) return "";

@@ -40,6 +40,10 @@ std::string plugins(const std::vector<PluginRef>& p);
 bool any_plugins(const compare::CompareResult& r);
 // "5 repeats per arm", or why there is no timing: "not timed (golden mode)", "not timed (...)".
 std::string timing_summary(const compare::CompareResult& r);
+// The function probe in one sentence: "function probe (4 checkpoints x 10 tensors, 3 noise
+// probes): largest ratio 1.38 (activation[1] at step 120), bound 2.5: inside"; its note when it
+// did not run; "" when not planned.
+std::string probe_summary(const compare::Alignment& a);
 // repeats = "auto": where the sequence stopped and why, and each look's level; "" otherwise.
 std::string sequential_summary(const compare::CompareResult& r);
 // " " + s + "." for a non-empty s (a sentence after another), "" for an empty one.

@@ -327,11 +327,71 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
   const auto cfg = slurp(tmp.path() / "c" / "arms" / "baseline-noise2" / "config.toml");
   EXPECT_NE(cfg.find("weight_rounding_noise = 0.00390625"), std::string::npos) << cfg;
   EXPECT_NE(cfg.find("noise_seed = 2"), std::string::npos) << cfg;
+  // The function probe: the baseline's checkpoints at steps 12, 24, 36, 48, each kernel call's
+  // output and the logits under bf16 against 3 noise probes. bf16 computes the embedding and the
+  // first LayerNorm in fp32, exactly as the baseline: ratio 0 there.
+  const auto& pr = a["probe"];
+  ASSERT_TRUE(pr.is_object() && pr.contains("ratio")) << pr.dump();
+  EXPECT_EQ(pr["steps"], nlohmann::json({12, 24, 36, 48}));
+  EXPECT_EQ(pr["tensors"].size(), 10u);  // 5 LayerNorms, 2 attentions, 2 activations, logits
+  EXPECT_EQ(pr["tensors"][0], "layer_norm[0]");
+  EXPECT_EQ(pr["tensors"][1], "attention[0]");
+  EXPECT_EQ(pr["tensors"][9], "logits[0]");
+  EXPECT_EQ(pr["noise_runs"], 3);
+  EXPECT_DOUBLE_EQ(pr["factor"].get<double>(), rep["policy"]["probe_factor"].get<double>());
+  double largest = 0;
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(pr["ratio"][s][0].get<double>(), 0.0) << s;
+    for (size_t k = 1; k < 10; ++k) {
+      const double r = pr["ratio"][s][k].get<double>();
+      EXPECT_GT(r, 0.0) << s << " " << k;  // bf16 rounds every GEMM after the first LayerNorm
+      EXPECT_NEAR(r, pr["variant"][s][k].get<double>() / pr["envelope"][s][k].get<double>(), 1e-9);
+      largest = std::max(largest, r);
+    }
+  }
+  EXPECT_DOUBLE_EQ(pr["ratio_max"].get<double>(), largest);
+  EXPECT_TRUE(pr["passed"].get<bool>()) << a["explanation"];
+  EXPECT_TRUE(pr["first_outside"].is_null());
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c/arms/probe/variant/probe.json"));
   EXPECT_TRUE(a["aligned"].get<bool>()) << a["explanation"];
   const auto& t = rep["delta"]["tokens_per_sec_pct"];
   EXPECT_TRUE(t["significant"].get<bool>()) << r.output;
   EXPECT_GT(t["value"].get<double>(), 10.0) << r.output;
   EXPECT_EQ(t["wording"], "faster");
+}
+
+// A planted numerics bug the loss curve hides: bf16 with the attention logits x 1.3
+// ([faults] logit_scale_drift). Over 60 steps training absorbs it (the loss stays near the
+// envelope), but at the baseline's own weights the variant's attention output is ~9x the noise
+// probes' envelope: the function probe rejects it, names attention[0] (the first kernel in
+// forward order whose output moved; the LayerNorm before it is untouched) and nothing is timed.
+TEST(Compare, ProbeCatchesALogitDriftAndNamesTheAttentionKernel) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml",
+                         "--steps", "60", "--set-variant", "faults.logit_scale_drift=0.3",
+                         "--out", tmp / "c"},
+                        tmp.path());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto rep = read_json(tmp.path() / "c" / "report.json");
+  const auto& a = rep["alignment"];
+  EXPECT_EQ(a["rule"], "envelope");
+  const auto& pr = a["probe"];
+  ASSERT_TRUE(pr.is_object() && pr.contains("ratio")) << pr.dump();
+  EXPECT_FALSE(pr["passed"].get<bool>());
+  EXPECT_GT(pr["ratio_max"].get<double>(), pr["factor"].get<double>());
+  EXPECT_EQ(pr["first_outside"]["tensor"], "attention[0]") << pr.dump();
+  for (size_t s = 0; s < 4; ++s) EXPECT_EQ(pr["ratio"][s][0].get<double>(), 0.0) << s;
+  EXPECT_FALSE(a["aligned"].get<bool>());
+  EXPECT_NE(a["explanation"].get<std::string>().find("the function probe is OUTSIDE"),
+            std::string::npos)
+      << a["explanation"];
+  EXPECT_FALSE(rep["timed"].get<bool>());
+  EXPECT_NE(r.output.find("OUTSIDE at attention[0]"), std::string::npos) << r.output;
+  // The Markdown and HTML reports say it too, in the same words (Markdown escapes the brackets).
+  EXPECT_NE(slurp(tmp.path() / "c/report.md").find("OUTSIDE, first in forward order at attention\\[0\\]"),
+            std::string::npos);
+  EXPECT_NE(slurp(tmp.path() / "c/report.html").find("OUTSIDE, first in forward order at attention[0]"),
+            std::string::npos);
 }
 
 // tests/configs/stall.toml: 2000 ms at every 25th step, ~100x the step. Each timing repeat runs 40

@@ -92,6 +92,53 @@ TEST(ComparisonPlan, AnApproximateKnobGetsTheNoiseEnvelopeAndInterleavedRepeats)
   }
 }
 
+// The function probe: the baseline's full run checkpoints at 1/5 of its steps; then one probe of
+// those checkpoints per numerics (the baseline's, the variant's, each envelope noise), each in a
+// folder of its own under arms/probe/.
+TEST(ComparisonPlan, TheEnvelopeRuleProbesTheBaselinesCheckpoints) {
+  const auto p = plan_comparison(bf16_request());  // 50 steps
+  EXPECT_EQ(p.probe_every, 10);
+  EXPECT_TRUE(p.probe_note.empty()) << p.probe_note;
+  const auto& full = p.alignment[0].job;
+  EXPECT_TRUE(has(full.sets, "checkpoint.every=10"));
+  EXPECT_TRUE(has(full.sets, "checkpoint.keep=5"));
+  for (size_t i = 1; i < p.alignment.size(); ++i)  // only the baseline's full run checkpoints
+    EXPECT_FALSE(has(p.alignment[i].job.sets, "checkpoint.every=10")) << i;
+  ASSERT_EQ(p.probes.size(), 5u);
+  const std::vector<std::string> labels{"baseline", "variant", "baseline-noise1",
+                                        "baseline-noise2", "baseline-noise3"};
+  for (size_t i = 0; i < p.probes.size(); ++i) {
+    const auto& pr = p.probes[i];
+    EXPECT_EQ(pr.role, "probe") << i;
+    EXPECT_EQ(pr.arm, i == 1 ? "variant" : "baseline") << i;
+    EXPECT_EQ(pr.job.dir, fs::path("/nonexistent/cmp/arms/probe") / labels[i]) << i;
+    EXPECT_EQ(pr.job.probe_from, fs::path("/nonexistent/cmp/arms/baseline")) << i;
+    EXPECT_EQ(pr.job.config, kSrc + (i == 1 ? "/configs/variants/bf16.toml" : "/configs/baseline.toml"));
+    EXPECT_EQ(has(pr.job.sets, "faults.weight_rounding_noise=0.00390625"), i >= 2) << i;
+    EXPECT_EQ(pr.noise_seed, i >= 2 ? static_cast<int64_t>(i) - 1 : 0) << i;
+    const auto argv = runs::child_argv(pr.job);
+    const auto at = std::find(argv.begin(), argv.end(), "--probe");
+    ASSERT_NE(at, argv.end()) << i;
+    EXPECT_EQ(*(at + 1), "/nonexistent/cmp/arms/baseline") << i;
+  }
+  // Two ranks: the probe loads unsharded single-rank checkpoints only, and says so.
+  CompareRequest req = bf16_request();
+  req.baseline.sets.push_back("parallel.world_size=2");
+  req.variant.sets.push_back("parallel.world_size=2");
+  const auto p2 = plan_comparison(req);
+  EXPECT_EQ(p2.approximate_rule, "envelope");
+  EXPECT_TRUE(p2.probes.empty());
+  EXPECT_EQ(p2.probe_every, 0);
+  EXPECT_EQ(p2.probe_note, "not run: the probe needs one rank and zero_stage = 0 on both arms");
+  EXPECT_FALSE(has(p2.alignment[0].job.sets, "checkpoint.every=10"));
+  // An exact knob has no envelope and no probe.
+  CompareRequest exact = bf16_request();
+  exact.variant = {"variant", kSrc + "/configs/variants/fused_attention.toml", {}};
+  const auto p3 = plan_comparison(exact);
+  EXPECT_TRUE(p3.probes.empty());
+  EXPECT_TRUE(p3.probe_note.empty());
+}
+
 TEST(ComparisonPlan, GoldenModeRunsTheVariantOnlyAndTimesNothing) {
   const fs::path golden = fs::temp_directory_path() / "lockstep-plan-golden.loss";
   {

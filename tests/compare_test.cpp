@@ -4,12 +4,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <unistd.h>
 
 #include "harness/compare/analyse.h"
 #include "harness/compare/analysis.h"
 #include "harness/compare/envelope.h"
 #include "harness/compare/gate.h"
 #include "harness/compare/plan.h"
+#include "harness/compare/probe_check.h"
 #include "harness/stats/statistics.h"
 #include "harness/compare/swap_hint.h"
 #include "harness/util/exit_codes.h"
@@ -865,4 +867,86 @@ TEST(GateVerdict, OnInconclusiveAndTheTailThresholdArePolicyKeys) {
       << strict.describe();
   EXPECT_THROW(config::Config::load(base, {"gate.on_inconclusive=\"maybe\""}), config::ConfigError);
   EXPECT_THROW(config::Config::load(base, {"gate.p99_min_samples=10"}), config::ConfigError);
+}
+
+// The function probe's rule over hand-made records: 2 checkpoints x 3 tensors, 4 buckets.
+namespace {
+train::ProbeRecord probe_record(const std::vector<std::vector<std::vector<double>>>& sk) {
+  train::ProbeRecord p;
+  p.steps = {10, 20};
+  p.tensors = {"layer_norm[0]", "attention[0]", "logits[0]"};
+  p.buckets = 4;
+  p.sketches = sk;
+  return p;
+}
+}  // namespace
+
+TEST(Probe, RatiosAgainstTheNoiseEnvelopeAndTheFirstTensorOutside) {
+  using V = std::vector<double>;
+  const V zero{0, 0, 0, 0};
+  const auto ref = probe_record({{zero, zero, zero}, {zero, zero, zero}});
+  // Noise: nothing at layer_norm[0] (E = 0), 1 and 2 elsewhere (E = the larger, 2 at step 10;
+  // 0.5 and 1 at step 20: E = 1).
+  const auto n1 = probe_record({{zero, V{1, 0, 0, 0}, V{0, 2, 0, 0}}, {zero, V{0.5, 0, 0, 0}, V{1, 0, 0, 0}}});
+  const auto n2 = probe_record({{zero, V{0, 2, 0, 0}, V{0, 0, 1, 0}}, {zero, V{0, 1, 0, 0}, V{0, 0, 0, 0}}});
+  // The variant: inside at step 10; at step 20 attention[0] at distance 5 = 5 x E, logits at 3 x E.
+  const auto var = probe_record({{zero, V{1, 1, 0, 0}, V{0, 0, 0, 2}}, {zero, V{3, 4, 0, 0}, V{0, 3, 0, 0}}});
+  const auto c = judge_probe(ref, var, {n1, n2}, 2.5);
+  EXPECT_TRUE(c.run);
+  EXPECT_EQ(c.noise_runs, 2);
+  ASSERT_EQ(c.ratio.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.ratio[0][0], 0);  // E = 0 and no difference: inside
+  EXPECT_DOUBLE_EQ(c.envelope[0][1], 2);
+  EXPECT_DOUBLE_EQ(c.ratio[0][1], std::sqrt(2.0) / 2);
+  EXPECT_DOUBLE_EQ(c.ratio[0][2], 1);
+  EXPECT_DOUBLE_EQ(c.variant[1][1], 5);
+  EXPECT_DOUBLE_EQ(c.ratio[1][1], 5);
+  EXPECT_DOUBLE_EQ(c.ratio[1][2], 3);
+  EXPECT_DOUBLE_EQ(c.ratio_max, 5);
+  EXPECT_EQ(c.at_step, 20);
+  EXPECT_EQ(c.at_tensor, "attention[0]");
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.first_outside_tensor, "attention[0]");
+  EXPECT_EQ(c.first_outside_step, 20);
+  // At c = 5 every ratio is within the bound (<=): inside.
+  const auto c5 = judge_probe(ref, var, {n1, n2}, 5);
+  EXPECT_TRUE(c5.passed);
+  EXPECT_TRUE(c5.first_outside_tensor.empty());
+
+  // A difference where the noise reaches nothing is outside at any factor.
+  auto var0 = var;
+  var0.sketches[0][0] = V{0, 0, 1e-9, 0};
+  const auto c0 = judge_probe(ref, var0, {n1, n2}, 1000);
+  EXPECT_TRUE(std::isinf(c0.ratio[0][0]));
+  EXPECT_EQ(c0.first_outside_tensor, "layer_norm[0]");
+  EXPECT_EQ(c0.first_outside_step, 10);
+
+  // Records of another shape are refused, as is a probe without noise.
+  auto other = var;
+  other.steps = {10, 30};
+  EXPECT_THROW(judge_probe(ref, other, {n1}, 2.5), std::invalid_argument);
+  EXPECT_THROW(judge_probe(ref, var, {}, 2.5), std::invalid_argument);
+}
+
+TEST(Probe, RecordsRoundTripThroughTheirFilesAndABrokenOneIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("lockstep-probe-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto rec = probe_record({{{1, -2, 3, 0.5}, {0, 0, 0, 1e-300}, {7, 8, 9, 10}},
+                                 {{-1, 2, -3, 4}, {5, 6, 7, 8}, {1.25, 0, 0, 0}}});
+  train::write_probe(dir, rec);
+  const auto back = train::read_probe(dir);
+  EXPECT_EQ(back.steps, rec.steps);
+  EXPECT_EQ(back.tensors, rec.tensors);
+  EXPECT_EQ(back.buckets, 4);
+  EXPECT_EQ(back.sketches, rec.sketches);  // bitwise
+  fs::resize_file(dir / "probe.bin", 8 * 23);
+  try {
+    train::read_probe(dir);
+    ADD_FAILURE() << "a short probe.bin was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("probe.bin: 192 bytes expected"), std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
+  EXPECT_THROW(train::read_probe(dir), std::runtime_error);
 }

@@ -103,7 +103,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
                                    "max_abs_diff", "baseline_rounded", "variant_rounded",
                                    "equal_to_3dp", "seed_band", "explanation", "applicable",
-                                   "rule", "envelope", "curve"}));
+                                   "rule", "envelope", "curve", "probe"}));
   EXPECT_EQ(keys(j["alignment"]["envelope"]),
             (std::set<std::string>{"runs", "noise_seeds", "factor", "noise", "noise_source",
                                    "window", "values", "at_check", "bound_at_check", "inside"}));
@@ -140,7 +140,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                                    "mde_pct"}));
   EXPECT_EQ(keys(j["policy"]), (std::set<std::string>{"tolerance", "check_step", "seeds",
                                                       "envelope_runs", "envelope_factor",
-                                                      "envelope_noise", "curve_window_pct", "repeats",
+                                                      "envelope_noise", "probe_factor",
+                                                      "curve_window_pct", "repeats",
                                                       "max_repeats", "max_minutes", "check_level",
                                                       "timing_steps", "alpha", "bootstrap",
                                                       "max_p99_regression_pct", "max_slowdown_pct",

@@ -32,6 +32,9 @@ void add_run_command(CLI::App& app, Action& action) {
   run->add_option("--resume", req->resume, "continue a run folder from its latest checkpoint");
   run->add_option("--export-losses", req->export_losses,
                   "write the loss curve as 'step loss' lines (golden values)");
+  run->add_option("--probe", req->probe,
+                  "evaluate this config's forward at each checkpoint of that run folder instead "
+                  "of training (the alignment's function probe)");
   run->add_flag("--quiet", req->quiet, "no progress or summary on stdout");
   run->add_option("--history", req->history,
                   "history database to record the run in (default: $LOCKSTEP_HISTORY, else "
@@ -50,6 +53,12 @@ void add_run_command(CLI::App& app, Action& action) {
         std::cerr << "lockstep run: --resume continues " << req->resume
                   << " as its config.toml says; --set, --steps, --nproc and --out do not "
                      "apply (--stop-after does)\n";
+        return kExitUsage;
+      }
+      if (!req->probe.empty() && (!req->resume.empty() || req->stop_after ||
+                                  !req->export_losses.empty() || req->nproc > 1)) {
+        std::cerr << "lockstep run: --probe trains nothing; --resume, --stop-after, "
+                     "--export-losses and --nproc do not apply\n";
         return kExitUsage;
       }
       check_out_dir(req->out);

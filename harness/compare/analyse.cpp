@@ -8,6 +8,7 @@
 #include "harness/registry/catalog.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/compare/memory_per_rank.h"
+#include "harness/compare/probe_check.h"
 #include "harness/compare/workload_change.h"
 #include "harness/stats/statistics.h"
 
@@ -163,6 +164,68 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
                                   1.0);
   memory_per_rank_deltas(r);
   return r;
+}
+
+void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
+                   CompareResult& r) {
+  ProbeCheck& pc = r.alignment.probe;
+  pc.note = plan.probe_note;
+  if (plan.probes.empty()) return;
+  if (!r.failed_arm.empty()) {
+    pc.note = "not run: an arm failed";
+    return;
+  }
+  std::vector<train::ProbeRecord> recs;
+  for (size_t i = 0; i < plan.probes.size(); ++i) {
+    ArmResult& arm = plan.probes[i].arm == "variant" ? r.variant : r.baseline;
+    runs::RunOutcome o = i < outs.size() ? outs[i] : runs::RunOutcome{};
+    if (i >= outs.size()) o.status = "not run", o.failure = "no outcome";
+    if (o.ok()) {
+      try {
+        recs.push_back(train::read_probe(plan.probes[i].job.dir));
+        continue;
+      } catch (const std::exception& e) {
+        o.status = "unreadable probe", o.failure = e.what();
+      }
+    }
+    o.failure = "function probe " + plan.probes[i].job.label + ": " + o.failure;
+    fail_arm(r, arm, o);
+    pc.note = "not run: the " + plan.probes[i].job.label + " probe " + o.status;
+    return;
+  }
+  const std::vector<train::ProbeRecord> noise(recs.begin() + 2, recs.end());
+  try {
+    pc = judge_probe(recs[0], recs[1], noise, r.policy.probe_factor);
+  } catch (const std::invalid_argument& e) {
+    pc.note = std::string("not run: ") + e.what();
+    return;
+  }
+  Alignment& a = r.alignment;
+  if (a.rule != "envelope" || !a.applicable) return;
+  char buf[400];
+  if (pc.passed)
+    std::snprintf(buf, sizeof buf,
+                  "; the function probe at %zu checkpoints is inside: largest ratio %.2f (%s at "
+                  "step %lld) <= %g",
+                  pc.steps.size(), pc.ratio_max, pc.at_tensor.c_str(),
+                  static_cast<long long>(pc.at_step), pc.factor);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "; the function probe is OUTSIDE: at the baseline's own weights the variant's "
+                  "%s differs %.2f x the noise envelope at step %lld (bound %g; first outside in "
+                  "forward order: %s at step %lld)",
+                  pc.at_tensor.c_str(), pc.ratio_max, static_cast<long long>(pc.at_step),
+                  pc.factor, pc.first_outside_tensor.c_str(),
+                  static_cast<long long>(pc.first_outside_step));
+  a.explanation += buf;
+  if (a.aligned && !pc.passed) {
+    a.aligned = false;
+    if (plan.mode == "ab" && r.failed_arm.empty())
+      r.warnings.push_back(
+          "not timed: the function probe shows the variant computes another function at the "
+          "same weights, and an optimization that changes the math is rejected before its speed "
+          "matters");
+  }
 }
 
 bool should_time(const CompareResult& r) {

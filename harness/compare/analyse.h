@@ -18,6 +18,12 @@ namespace lockstep::compare {
 CompareResult analyse_alignment(const ComparisonPlan& plan,
                                 const std::vector<runs::RunOutcome>& alignment);
 
+// Adds the function probe (the outcomes execute_probes returned, in plan.probes order) to
+// r.alignment: with the envelope rule the variant aligns only if the probe passes too. A probe
+// run that fails is its arm's failure.
+void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& probes,
+                   CompareResult& r);
+
 // Whether the timing repeats run: an A/B comparison whose runs all completed and whose loss
 // aligns (an optimization that changes the math is rejected before its speed matters).
 bool should_time(const CompareResult& r);

@@ -37,6 +37,10 @@ CompareResult run_comparison(const CompareRequest& req) {
   const ComparisonPlan plan = plan_comparison(req);
   if (req.before_runs) req.before_runs();
   CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
+  if (!plan.probes.empty() && r.failed_arm.empty())
+    analyse_probe(plan, execute_probes(plan, req.log), r);
+  else
+    analyse_probe(plan, {}, r);  // says why it did not run
   if (should_time(r)) {
     if (plan.policy.auto_repeats)
       time_sequentially(plan, req.log, t0, r);  // repeats until decisive (sequential.h)

@@ -13,6 +13,15 @@ std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, cons
   return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
 }
 
+std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log) {
+  std::vector<runs::RunJob> jobs;
+  for (const auto& a : plan.probes) jobs.push_back(a.job);
+  if (log)
+    log("function probes at the baseline's checkpoints: " + std::to_string(jobs.size()) + " (" +
+        std::to_string(plan.parallel) + " at a time)");
+  return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
+}
+
 bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t until,
                           std::vector<runs::RunOutcome>& out) {
   until = std::min(until, plan.timing.size());

@@ -16,6 +16,8 @@ using Log = std::function<void(const std::string&)>;
 
 // The plan's alignment runs, plan.parallel at a time; one outcome per plan.alignment entry.
 std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log);
+// The plan's probe runs (after the alignment runs: they read the baseline's checkpoints).
+std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log);
 
 // The plan's timing repeats, one at a time (a timing run never shares the machine with another),
 // in plan order. Stops at the first failed run, whose outcome is the last one returned.

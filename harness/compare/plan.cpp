@@ -193,6 +193,41 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.alignment.back().noise_seed = k;
     }
   }
+  // The function probe (probe_check.h): the baseline's full run checkpoints at 1/5, 2/5, ... of
+  // its steps; after it, forwards at those weights under the baseline's numerics, the variant's
+  // and each envelope noise. The probe loads single-rank, unsharded checkpoints.
+  if (envelope) {
+    const int64_t steps = bcfg.integer("run.steps");
+    auto one_rank = [](const config::Config& c) {
+      return c.integer("parallel.world_size") == 1 && c.integer("parallel.zero_stage") == 0;
+    };
+    if (!one_rank(bcfg) || !one_rank(vcfg))
+      p.probe_note = "not run: the probe needs one rank and zero_stage = 0 on both arms";
+    else if (steps < 2)
+      p.probe_note = "not run: a 1-step run has no checkpoint before its last step";
+    else
+      p.probe_every = std::max<int64_t>(1, steps / kProbePoints);
+  }
+  if (p.probe_every > 0) {
+    auto& full = p.alignment.front().job;  // the baseline's full run
+    full.sets.push_back("checkpoint.every=" + std::to_string(p.probe_every));
+    full.sets.push_back("checkpoint.keep=" + std::to_string(kProbePoints));
+    auto probe = [&](const std::string& arm, const std::string& label, const ArmSpec& spec,
+                     std::vector<std::string> sets, int64_t noise_seed) {
+      p.probes.push_back(arm_run(arm, "probe", seed, label, spec, std::move(sets),
+                                 arms / "probe" / label, 0));
+      p.probes.back().job.probe_from = arms / "baseline";
+      p.probes.back().noise_seed = noise_seed;
+    };
+    probe("baseline", "baseline", req.baseline, bsets, 0);
+    probe("variant", "variant", req.variant, vsets, 0);
+    for (const auto& a : p.alignment)
+      if (a.role == "envelope") {
+        auto sets = a.job.sets;
+        probe("baseline", "baseline-noise" + std::to_string(a.noise_seed), req.baseline, sets,
+              a.noise_seed);
+      }
+  }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
   if (p.approximate_rule == "seed band") {
     const bool golden = p.mode == "golden";

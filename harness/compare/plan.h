@@ -7,6 +7,9 @@
 //              (the noise envelope, harness/compare/envelope.h), or, where the harness cannot
 //              inject noise (golden mode, an external trainer), the baseline at K more seeds
 //              (the seed band);
+//   probes     with the envelope: forwards at the baseline's checkpoints (the function probe,
+//              harness/compare/probe_check.h) under the baseline's numerics, the variant's and
+//              the envelope's K weight noises; after the alignment runs, which write them;
 //   timing     the short timing repeats, interleaved A B, B A, A B, ... so machine drift cancels;
 //              they run one at a time, and only when the alignment runs say the loss aligns. With
 //              repeats = "auto" they are planned up to max_repeats, and sequential.h runs as many
@@ -24,10 +27,13 @@
 
 namespace lockstep::compare {
 
+// The function probe's checkpoints: every run.steps / kProbePoints steps (the last step has none).
+constexpr int64_t kProbePoints = 5;
+
 // One run of a comparison: the arm it measures, what it is for, and the job that runs it.
 struct ArmRun {
   std::string arm;   // "baseline" | "variant"
-  // "full" (the arm at the comparison seed) | "envelope" | "seed band" | "timing"
+  // "full" (the arm at the comparison seed) | "envelope" | "seed band" | "probe" | "timing"
   std::string role;
   int64_t seed = 0;  // its run.seed (the seed band's runs differ from the comparison seed)
   runs::RunJob job;
@@ -61,6 +67,12 @@ struct ComparisonPlan {
   std::vector<std::vector<std::string>> gpu_slots;
 
   std::vector<ArmRun> alignment;  // "full" runs ([baseline], variant), then "envelope" or "seed band"
+  // The function probe: the baseline's full run checkpoints every probe_every steps; one probe
+  // run of the baseline, the variant and each noise seed. Empty (probe_note says why) unless the
+  // envelope rule applies.
+  int64_t probe_every = 0;
+  std::string probe_note;
+  std::vector<ArmRun> probes;     // baseline, variant, then the noise seeds
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
 };
 

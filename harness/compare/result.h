@@ -98,6 +98,24 @@ struct CurveCheck {
   bool passed = true;
 };
 
+// The function probe (harness/compare/probe_check.h): the variant's forward at the baseline's
+// checkpointed weights against K forwards of the baseline under rounding-sized weight noise.
+struct ProbeCheck {
+  bool run = false;       // false: not planned, or its runs failed (`note` says which)
+  std::string note;       // why it did not run, when it did not
+  std::vector<int64_t> steps;        // the baseline's checkpoints probed
+  std::vector<std::string> tensors;  // each kernel call's output in forward order, then logits
+  int64_t noise_runs = 0;
+  double factor = 0;                 // c ([gate] probe_factor)
+  std::vector<std::vector<double>> variant, envelope, ratio;  // [step][tensor]: d, E, d / E
+  double ratio_max = 0;
+  int64_t at_step = 0;               // where ratio_max is
+  std::string at_tensor;
+  int64_t first_outside_step = 0;    // the first tensor in forward order with a ratio > c
+  std::string first_outside_tensor;  // empty: none (passed)
+  bool passed = true;
+};
+
 struct Alignment {
   // "exact" | "approximate" | "workload" (a workload change: harness/compare/workload_change.h,
   // which has no alignment verdict: applicable = false).
@@ -118,6 +136,7 @@ struct Alignment {
   std::optional<Envelope> envelope;               // rule "envelope"
   std::optional<SeedBand> band;                   // rule "seed band"
   CurveCheck curve;
+  ProbeCheck probe;                               // rule "envelope": judged with it
   bool aligned = false;                           // the verdict for this class
   std::string explanation;
 };

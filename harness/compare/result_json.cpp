@@ -130,6 +130,32 @@ json alignment_json(const Alignment& a) {
                 {"at_check", number(a.envelope->at_check)},
                 {"bound_at_check", number(a.envelope->bound_at_check)},
                 {"inside", a.envelope->inside}};
+  json probe = nullptr;
+  if (a.probe.run) {
+    auto table = [](const std::vector<std::vector<double>>& rows) {
+      json j = json::array();
+      for (const auto& r : rows) j.push_back(nums(r));
+      return j;
+    };
+    probe = {{"steps", a.probe.steps},
+             {"tensors", a.probe.tensors},
+             {"noise_runs", a.probe.noise_runs},
+             {"factor", number(a.probe.factor)},
+             {"variant", table(a.probe.variant)},
+             {"envelope", table(a.probe.envelope)},
+             {"ratio", table(a.probe.ratio)},
+             {"ratio_max", number(a.probe.ratio_max)},
+             {"at_step", a.probe.at_step},
+             {"at_tensor", a.probe.at_tensor},
+             {"first_outside",
+              a.probe.first_outside_tensor.empty()
+                  ? json(nullptr)
+                  : json{{"step", a.probe.first_outside_step},
+                         {"tensor", a.probe.first_outside_tensor}}},
+             {"passed", a.probe.passed}};
+  } else if (!a.probe.note.empty()) {
+    probe = {{"note", a.probe.note}};
+  }
   const json curve = {{"statistic", "mean_abs_diff"},
                       {"from_step", a.curve.from_step},
                       {"to_step", a.curve.to_step},
@@ -142,6 +168,7 @@ json alignment_json(const Alignment& a) {
           {"rule", a.rule},
           {"envelope", envelope},
           {"curve", curve},
+          {"probe", probe},
           {"check_step", a.check_step},
           {"baseline_loss", number(a.baseline_loss)},
           {"variant_loss", number(a.variant_loss)},
@@ -166,6 +193,7 @@ json policy_json(const gate::Policy& p) {
           {"envelope_runs", p.envelope_runs},
           {"envelope_factor", number(p.envelope_factor)},
           {"envelope_noise", number(p.envelope_noise)},
+          {"probe_factor", number(p.probe_factor)},
           {"curve_window_pct", number(p.curve_window_pct)},
           {"repeats", p.auto_repeats ? json("auto") : json(p.repeats)},
           {"max_repeats", p.max_repeats},

@@ -30,6 +30,11 @@ const config::SectionSchema& gate_schema() {
                          "approximate knobs: |delta| must stay within this x the envelope")
               .range(0.1, 1000)
               .kind(Knob::None),
+          KeySpec::Float("probe_factor", 2.0,
+                         "approximate knobs: at the baseline's weights every kernel output of "
+                         "the variant must stay within this x the noise probes' envelope")
+              .range(0.1, 1000)
+              .kind(Knob::None),
           KeySpec::Float("envelope_noise", 0.0,
                          "relative weight noise of the envelope's runs (0 = the unit roundoff "
                          "of the variant's compute dtype)")
@@ -146,6 +151,7 @@ Policy Policy::from(const config::Config& c) {
   p.envelope_runs = c.integer("gate.envelope_runs");
   p.envelope_factor = c.number("gate.envelope_factor");
   p.envelope_noise = c.number("gate.envelope_noise");
+  p.probe_factor = c.number("gate.probe_factor");
   p.curve_window_pct = c.number("gate.curve_window_pct");
   if (std::holds_alternative<std::string>(c.value("gate.repeats")))  // "auto"
     p.use_auto_repeats();

@@ -14,9 +14,16 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the run folder says about a child that exited with `st`.
-RunOutcome read_outcome(const RunFolder& folder, const util::ExitStatus& st) {
+RunOutcome read_outcome(const RunJob& job, const RunFolder& folder, const util::ExitStatus& st) {
   RunOutcome o;
   o.exit = st;
+  if (!job.probe_from.empty()) {  // a probe writes no summary: its probe.json is the outcome
+    if (st.code == 0 && fs::exists(job.dir / "probe.json")) return o;
+    o.status = st.code == kExitUsage ? "config error" : "crashed";
+    if (st.code == 0) o.status = "no probe";
+    o.failure = st.describe() + ": " + folder.last_log_line();
+    return o;
+  }
   if (fs::exists(folder.summary())) {
     try {
       o.summary = read_summary(folder.summary());
@@ -66,7 +73,7 @@ RunOutcome wait_and_read(const RunJob& job, const std::vector<std::string>& env 
     o.failure = e.what();
     return o;
   }
-  return read_outcome(folder, st);
+  return read_outcome(job, folder, st);
 }
 
 }  // namespace
@@ -76,6 +83,7 @@ std::vector<std::string> child_argv(const RunJob& job) {
   if (job.nproc > 0) a.push_back("--nproc"), a.push_back(std::to_string(job.nproc));
   for (const auto& s : job.sets) a.push_back("--set"), a.push_back(s);
   if (job.stop_after > 0) a.push_back("--stop-after"), a.push_back(std::to_string(job.stop_after));
+  if (!job.probe_from.empty()) a.push_back("--probe"), a.push_back(job.probe_from.string());
   a.insert(a.end(), {"--out", job.dir.string(), "--quiet", "--no-history"});
   return a;
 }

@@ -23,7 +23,7 @@ namespace lockstep::runs {
 // scale 1 h: a scale point is shorter, but a wedged one is just as rare and as well served).
 constexpr double kChildRunTimeoutS = 4 * 3600;
 
-// What to run: `lockstep run CONFIG [--nproc N] [--set k=v]... [--stop-after W] --out DIR --quiet
+// What to run: `lockstep run CONFIG [--nproc N] [--set k=v]... [--stop-after W] [--probe RUN] --out DIR --quiet
 // --no-history`. --no-history: a child run is part of a larger measurement, recorded (or not) as
 // a whole by the command that started it.
 struct RunJob {
@@ -33,6 +33,9 @@ struct RunJob {
   int nproc = 0;                  // --nproc (0: the config's parallel.world_size)
   int64_t stop_after = 0;         // --stop-after: stop early, schedule unchanged (0: run it all)
   std::filesystem::path dir;      // its run folder: emptied first, it belongs to the caller
+  // --probe: a run folder whose checkpoints the run probes instead of training; the outcome is
+  // "ok" when it exits 0 having written probe.json (harness/train/probe_file.h).
+  std::filesystem::path probe_from;
 };
 
 struct RunOutcome {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "harness/train/nvtx_layers.h"
 #include "harness/train/optim_config.h"
 #include "harness/train/phase_timer.h"
+#include "harness/train/probe.h"
 #include "harness/train/profile_config.h"
 #include "harness/train/profile_window.h"
 #include "harness/train/run_config.h"
@@ -73,6 +75,7 @@ struct Trainer::Impl {
   std::unique_ptr<NvtxLayers> nvtx_layers;  // [profile] nvtx
   std::unique_ptr<compat::NvtxRange> step_range, phase_range;
   std::unique_ptr<StepGraph> graph;  // [run] cuda_graphs
+  std::unique_ptr<ProbeRecorder> probe;  // TrainOptions::probe_from
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
@@ -369,9 +372,35 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
   s.kernels = registry::kernels_for(cfg);
-  s.model = workloads::GPT(s.model_cfg, workloads::ModelKernels{s.faults.attention(s.kernels.attention),
-                                                                 s.kernels.activation,
-                                                                 s.kernels.layer_norm});
+  workloads::ModelKernels mk{s.faults.attention(s.kernels.attention), s.kernels.activation,
+                             s.kernels.layer_norm};
+  if (!s.opts.probe_from.empty()) {
+    if (who.world_size != 1 || s.par.zero_stage != 0)
+      cfg.fail(who.world_size != 1 ? "parallel.world_size" : "parallel.zero_stage",
+               "a probe run needs one rank and zero_stage = 0");
+    // Every kernel's output is recorded (what the kernels return, faults included).
+    s.probe = std::make_unique<ProbeRecorder>();
+    auto* rec = s.probe.get();
+    mk.attention = [k = mk.attention, rec](const torch::Tensor& q, const torch::Tensor& kk,
+                                           const torch::Tensor& v) {
+      auto y = k(q, kk, v);  // (B, H, T, hd)
+      rec->add("attention", y);
+      return y;
+    };
+    mk.activation = [k = mk.activation, rec](const torch::Tensor& x, const torch::Tensor& w,
+                                             const torch::Tensor& b) {
+      auto y = k(x, w, b);  // (B*T, 4C)
+      rec->add("activation", y);
+      return y;
+    };
+    mk.layer_norm = [k = mk.layer_norm, rec](const torch::Tensor& x, const torch::Tensor& w,
+                                             const torch::Tensor& b, double eps) {
+      auto y = k(x, w, b, eps);  // (..., C)
+      rec->add("layer_norm", y);
+      return y;
+    };
+  }
+  s.model = workloads::GPT(s.model_cfg, std::move(mk));
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
   s.comm->set_nvtx(s.prof.nvtx);
@@ -417,6 +446,40 @@ int Trainer::world() const {
 }
 std::optional<GpuInfo> Trainer::gpu() const {
   return gpu_info(impl_->device);
+}
+
+ProbeRecord Trainer::probe() {
+  auto& s = *impl_;
+  if (!s.probe) throw std::logic_error("Trainer::probe without TrainOptions::probe_from");
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(s.opts.probe_from)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_directory() && n.rfind("step-", 0) == 0 && n.find('.') == std::string::npos)
+      dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());  // step-%08d: by step
+  ProbeRecord out;
+  out.buckets = kProbeBuckets;
+  torch::NoGradGuard no_grad;
+  for (const auto& dir : dirs) {
+    const auto st = load_checkpoint(dir, *s.sharding, s.who.rank);
+    s.faults.on_params(st.step, *s.sharding);  // the envelope's noise, if any (as in that step)
+    for (int64_t b = 0; b < kProbeBatches; ++b) {
+      StepRecord unused;
+      const Batch batch = s.data(s.run.steps + 1 + b, 0, unused);  // (B, T) each
+      s.probe->begin_forward(b);
+      auto scope = s.precision->forward_scope();
+      auto logits = s.model->forward(batch.x);  // (B, T, V)
+      s.probe->add("logits", logits);
+      s.probe->end_forward();
+    }
+    s.sharding->restore_params();
+    std::vector<std::string> names;
+    out.sketches.push_back(s.probe->take(&names));
+    out.tensors = names;
+    out.steps.push_back(st.step);
+  }
+  return out;
 }
 
 TrainOutcome Trainer::run(StepObserver& observer) {

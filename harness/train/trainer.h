@@ -13,6 +13,7 @@
 #include "harness/config/config.h"
 #include "harness/dist/rendezvous.h"
 #include "harness/train/peak.h"
+#include "harness/train/probe_file.h"
 #include "harness/train/records.h"
 
 namespace lockstep::train {
@@ -21,6 +22,8 @@ struct TrainOptions {
   std::filesystem::path out_dir;  // checkpoints go to out_dir/checkpoints
   int64_t stop_after = 0;  // stop after this step (the LR schedule is unchanged); 0 = run.steps
   std::filesystem::path resume_from;  // a checkpoint folder to continue from
+  // A checkpoints root: probe its checkpoints instead of training (harness/train/probe.h).
+  std::filesystem::path probe_from;
 };
 
 class StepObserver {
@@ -72,6 +75,9 @@ class Trainer {
   ~Trainer();
 
   TrainOutcome run(StepObserver& observer);
+  // TrainOptions::probe_from: the forward at each of its checkpoints, on the probe batches, under
+  // this config's numerics (harness/train/probe.h). One rank, zero_stage 0.
+  ProbeRecord probe();
   Progress& progress();
   int64_t first_step() const;  // 1, or the step after the resumed checkpoint
   int rank() const;

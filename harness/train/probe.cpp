@@ -1,0 +1,60 @@
+#include "harness/train/probe.h"
+
+#include <stdexcept>
+
+namespace lockstep::train {
+namespace {
+
+// splitmix64's finalizer: bucket and sign of element i of batch b.
+uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+void ProbeRecorder::begin_forward(int64_t batch) {
+  active_ = true;
+  batch_ = batch;
+  next_ = 0;
+  kinds_.clear();
+}
+
+void ProbeRecorder::add(const char* kind, const torch::Tensor& t) {
+  if (!active_) return;
+  int ordinal = 0;
+  bool seen = false;
+  for (auto& [k, n] : kinds_)
+    if (k == kind) ordinal = n++, seen = true;
+  if (!seen) kinds_.emplace_back(kind, 1);
+  const std::string name = std::string(kind) + "[" + std::to_string(ordinal) + "]";
+  if (next_ == sketches_.size()) {
+    if (batch_ > 0) throw std::logic_error("probe: batch " + std::to_string(batch_) +
+                                           " records more tensors than batch 0");
+    names_.push_back(name);
+    sketches_.emplace_back(kProbeBuckets, 0.0);
+  } else if (names_[next_] != name) {
+    throw std::logic_error("probe: tensor " + std::to_string(next_) + " is " + name +
+                           " in this forward and " + names_[next_] + " in the first");
+  }
+  const auto x = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (numel)
+  const double* p = x.data_ptr<double>();
+  auto& sk = sketches_[next_++];
+  const uint64_t salt = mix(static_cast<uint64_t>(batch_) << 40 | next_);
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    const uint64_t h = mix(salt ^ static_cast<uint64_t>(i));
+    sk[h % kProbeBuckets] += (h >> 63) ? -p[i] : p[i];
+  }
+}
+
+std::vector<std::vector<double>> ProbeRecorder::take(std::vector<std::string>* names) {
+  *names = names_;
+  auto out = std::move(sketches_);
+  sketches_.clear();
+  names_.clear();
+  return out;
+}
+
+}  // namespace lockstep::train
