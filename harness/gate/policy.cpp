@@ -178,7 +178,9 @@ std::string Policy::describe() const {
   o << "loss at check step within " << tolerance << " and mean |delta| over the last "
     << curve_window_pct << "% of steps within it (exact knobs), or both within " << envelope_factor
     << " x the noise envelope of " << util::count_of(envelope_runs, "perturbed baseline run")
-    << " (approximate knobs; the seed band in golden mode and with external trainers)\n"
+    << " (approximate knobs; the seed band in golden mode and with external trainers), and at the "
+       "baseline's checkpoints every kernel output within "
+    << probe_factor << " x the noise probes' envelope (the function probe)\n"
     << "P99 step latency: no significant regression beyond " << max_p99_regression_pct << "%\n"
     << "tokens/s: no significant slowdown beyond " << max_slowdown_pct << "%\n";
   if (min_speedup_pct)
