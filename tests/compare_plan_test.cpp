@@ -131,12 +131,25 @@ TEST(ComparisonPlan, TheEnvelopeRuleProbesTheBaselinesCheckpoints) {
   EXPECT_EQ(p2.probe_every, 0);
   EXPECT_EQ(p2.probe_note, "not run: the probe needs one rank and zero_stage = 0 on both arms");
   EXPECT_FALSE(has(p2.alignment[0].job.sets, "checkpoint.every=10"));
-  // An exact knob has no envelope and no probe.
+  EXPECT_EQ(p.probe_noise_source, "unit roundoff of bf16 (2^-8)");
+  // An exact kernel change is probed against fp32-sized noise (there are no envelope runs).
   CompareRequest exact = bf16_request();
   exact.variant = {"variant", kSrc + "/configs/variants/fused_attention.toml", {}};
   const auto p3 = plan_comparison(exact);
-  EXPECT_TRUE(p3.probes.empty());
-  EXPECT_TRUE(p3.probe_note.empty());
+  EXPECT_EQ(p3.klass, "exact");
+  ASSERT_EQ(p3.probes.size(), 5u);
+  EXPECT_EQ(p3.probe_noise_source, "unit roundoff of fp32 (2^-24)");
+  EXPECT_TRUE(has(p3.probes[4].job.sets, "faults.weight_rounding_noise=5.9604644775390625e-08"));
+  EXPECT_TRUE(has(p3.probes[4].job.sets, "faults.noise_seed=3"));
+  EXPECT_TRUE(has(p3.alignment[0].job.sets, "checkpoint.every=10"));
+  // A fault alone changes no implementation: no probe (the stall tests' comparisons), and bisect's
+  // trials run without one.
+  CompareRequest fault = bf16_request();
+  fault.variant = {"variant", kSrc + "/configs/baseline.toml", {"faults.stall_every=10"}};
+  EXPECT_TRUE(plan_comparison(fault).probes.empty());
+  CompareRequest off = bf16_request();
+  off.probe = false;
+  EXPECT_TRUE(plan_comparison(off).probes.empty());
 }
 
 TEST(ComparisonPlan, GoldenModeRunsTheVariantOnlyAndTimesNothing) {

@@ -273,4 +273,10 @@ TEST(PluginCompare, BuggyExactPluginIsRejectedOnLossAlignment) {
   for (const auto& c : rep["checks"])
     if (c["name"] == "loss alignment") alignment_failed = !c["passed"].get<bool>();
   EXPECT_TRUE(alignment_failed);
+  // The function probe names the kernel: the first output in forward order that moved is the
+  // plugin's attention (the LayerNorm before it is the built-in one, identical).
+  const auto& pr = rep["alignment"]["probe"];
+  ASSERT_TRUE(pr.is_object() && pr.contains("ratio")) << pr.dump();
+  EXPECT_FALSE(pr["passed"].get<bool>());
+  EXPECT_EQ(pr["first_outside"]["tensor"], "attention[0]") << pr.dump();
 }

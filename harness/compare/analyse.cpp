@@ -196,12 +196,14 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   const std::vector<train::ProbeRecord> noise(recs.begin() + 2, recs.end());
   try {
     pc = judge_probe(recs[0], recs[1], noise, r.policy.probe_factor);
+    pc.noise = plan.probe_noise;
+    pc.noise_source = plan.probe_noise_source;
   } catch (const std::invalid_argument& e) {
     pc.note = std::string("not run: ") + e.what();
     return;
   }
   Alignment& a = r.alignment;
-  if (a.rule != "envelope" || !a.applicable) return;
+  if ((a.rule != "envelope" && a.rule != "tolerance") || !a.applicable) return;
   char buf[400];
   if (pc.passed)
     std::snprintf(buf, sizeof buf,

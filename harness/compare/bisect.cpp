@@ -37,6 +37,7 @@ BisectResult run_bisect(const BisectRequest& req) {
     cr.policy_file = req.policy_file;
     cr.out_dir = (std::filesystem::path(req.out_dir) / dir).string();
     cr.log = req.log;
+    cr.probe = false;
     if (req.log)
       req.log(mode + ": " + (applied.empty() ? "(nothing)" : applied.back()) +
               (applied.size() > 1 ? " (+ earlier knobs)" : ""));

@@ -47,6 +47,9 @@ struct CompareRequest {
   // Called once the plan is made (every config and input checked), before any run starts:
   // `compare --force` clears the folder's earlier comparison there, so a usage error leaves it.
   std::function<void()> before_runs;
+  // The function probe where it applies (plan.cpp). `bisect` turns it off: its trials name the
+  // knob that regresses, and the loss rules judge their alignment.
+  bool probe = true;
 };
 
 // Runs everything and returns the judged result (checks, verdict and exit code filled in).

@@ -195,8 +195,16 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   }
   // The function probe (probe_check.h): the baseline's full run checkpoints at 1/5, 2/5, ... of
   // its steps; after it, forwards at those weights under the baseline's numerics, the variant's
-  // and each envelope noise. The probe loads single-rank, unsharded checkpoints.
-  if (envelope) {
+  // and K weight noises: the envelope's for approximate knobs; for exact knobs, when the variant
+  // changes an implementation (an exact or approximate key: a kernel, not only a fault or the
+  // sharding), the unit roundoff of fp32. The probe loads single-rank, unsharded checkpoints.
+  const bool exact_kernel =
+      p.klass == "exact" && p.mode == "ab" && !external::is_external(bcfg) &&
+      !external::is_external(vcfg) &&
+      std::any_of(p.changes.begin(), p.changes.end(), [](const config::Change& c) {
+        return c.knob == config::Knob::Exact || c.knob == config::Knob::Approximate;
+      });
+  if ((envelope || exact_kernel) && req.probe) {
     const int64_t steps = bcfg.integer("run.steps");
     auto one_rank = [](const config::Config& c) {
       return c.integer("parallel.world_size") == 1 && c.integer("parallel.zero_stage") == 0;
@@ -207,6 +215,14 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.probe_note = "not run: a 1-step run has no checkpoint before its last step";
     else
       p.probe_every = std::max<int64_t>(1, steps / kProbePoints);
+    if (envelope) {
+      p.probe_noise = p.envelope_noise;
+      p.probe_noise_source = p.envelope_noise_source;
+    } else {
+      const auto r = variants::unit_roundoff(variants::Compute::FP32, bcfg.str("run.device"));
+      p.probe_noise = r.u;
+      p.probe_noise_source = "unit roundoff of fp32 (" + r.label + ")";
+    }
   }
   if (p.probe_every > 0) {
     auto& full = p.alignment.front().job;  // the baseline's full run
@@ -221,12 +237,14 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     };
     probe("baseline", "baseline", req.baseline, bsets, 0);
     probe("variant", "variant", req.variant, vsets, 0);
-    for (const auto& a : p.alignment)
-      if (a.role == "envelope") {
-        auto sets = a.job.sets;
-        probe("baseline", "baseline-noise" + std::to_string(a.noise_seed), req.baseline, sets,
-              a.noise_seed);
-      }
+    char noise[40];
+    std::snprintf(noise, sizeof noise, "%.17g", p.probe_noise);
+    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
+      auto sets = bsets;
+      sets.push_back(std::string("faults.weight_rounding_noise=") + noise);
+      sets.push_back("faults.noise_seed=" + std::to_string(k));
+      probe("baseline", "baseline-noise" + std::to_string(k), req.baseline, std::move(sets), k);
+    }
   }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
   if (p.approximate_rule == "seed band") {

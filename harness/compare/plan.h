@@ -72,6 +72,8 @@ struct ComparisonPlan {
   // envelope rule applies.
   int64_t probe_every = 0;
   std::string probe_note;
+  double probe_noise = 0;          // the noise probes' relative weight noise
+  std::string probe_noise_source;  // the envelope's, or "unit roundoff of fp32 (2^-24)"
   std::vector<ArmRun> probes;     // baseline, variant, then the noise seeds
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
 };

@@ -106,6 +106,8 @@ struct ProbeCheck {
   std::vector<int64_t> steps;        // the baseline's checkpoints probed
   std::vector<std::string> tensors;  // each kernel call's output in forward order, then logits
   int64_t noise_runs = 0;
+  double noise = 0;                  // their relative weight noise
+  std::string noise_source;          // the envelope's, or "unit roundoff of fp32 (2^-24)"
   double factor = 0;                 // c ([gate] probe_factor)
   std::vector<std::vector<double>> variant, envelope, ratio;  // [step][tensor]: d, E, d / E
   double ratio_max = 0;

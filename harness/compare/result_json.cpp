@@ -140,6 +140,8 @@ json alignment_json(const Alignment& a) {
     probe = {{"steps", a.probe.steps},
              {"tensors", a.probe.tensors},
              {"noise_runs", a.probe.noise_runs},
+             {"noise", number(a.probe.noise)},
+             {"noise_source", a.probe.noise_source},
              {"factor", number(a.probe.factor)},
              {"variant", table(a.probe.variant)},
              {"envelope", table(a.probe.envelope)},
