@@ -23,7 +23,7 @@ shift 6
 extra=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-[ -s "$out" ] || printf 'seed\tverdict\trule\taligned\tabs_diff\tenvelope_at_check\tratio_check\tcurve_value\tcurve_scale\tratio_curve\n' > "$out"
+[ -s "$out" ] || printf 'seed\tverdict\trule\taligned\tabs_diff\tenvelope_at_check\tratio_check\tcurve_value\tcurve_scale\tratio_curve\tprobe_ratio\tprobe_at\n' > "$out"
 for ((s = first; s < first + n; s++)); do
   dir=$work/c$s
   set +e

@@ -361,6 +361,9 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
   EXPECT_TRUE(pr["passed"].get<bool>()) << a["explanation"];
   EXPECT_TRUE(pr["first_outside"].is_null());
   EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c/arms/probe/variant/probe.json"));
+  // The checkpoints served the probe only and are gone; the baseline's run folder is whole.
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "c/arms/baseline/checkpoints"));
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c/arms/baseline/summary.json"));
   EXPECT_TRUE(a["aligned"].get<bool>()) << a["explanation"];
   const auto& t = rep["delta"]["tokens_per_sec_pct"];
   EXPECT_TRUE(t["significant"].get<bool>()) << r.output;

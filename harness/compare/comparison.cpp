@@ -1,6 +1,7 @@
 #include "harness/compare/comparison.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "harness/compare/gate.h"
 #include "harness/compare/plan.h"
 #include "harness/compare/sequential.h"
+#include "harness/runs/run_folder.h"
 #include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
@@ -37,10 +39,16 @@ CompareResult run_comparison(const CompareRequest& req) {
   const ComparisonPlan plan = plan_comparison(req);
   if (req.before_runs) req.before_runs();
   CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
-  if (!plan.probes.empty() && r.failed_arm.empty())
+  if (!plan.probes.empty() && r.failed_arm.empty()) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
-  else
+    // The probe's checkpoints (weights and AdamW state, 4 of them: gigabytes for a large preset)
+    // served only it; the sketches stay in arms/probe/.
+    std::error_code ec;
+    std::filesystem::remove_all(runs::RunFolder(plan.probes.front().job.probe_from).checkpoints(),
+                                ec);
+  } else {
     analyse_probe(plan, {}, r);  // says why it did not run
+  }
   if (should_time(r)) {
     if (plan.policy.auto_repeats)
       time_sequentially(plan, req.log, t0, r);  // repeats until decisive (sequential.h)
