@@ -950,3 +950,94 @@ TEST(Probe, RecordsRoundTripThroughTheirFilesAndABrokenOneIsNamed) {
   fs::remove_all(dir);
   EXPECT_THROW(train::read_probe(dir), std::runtime_error);
 }
+
+// analyse_probe over real probe files: a probe outside turns an aligned variant into a rejected,
+// untimed one; a probe run that failed is its arm's failure; nothing planned says why.
+TEST(Probe, AnalyseJudgesTheFilesAndAFailedProbeIsItsArmsFailure) {
+  const fs::path root = fs::temp_directory_path() / ("lockstep-probe-an-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  using V = std::vector<double>;
+  const V zero{0, 0, 0, 0};
+  ComparisonPlan plan;
+  const std::vector<std::string> labels{"baseline", "variant", "baseline-noise1"};
+  for (const auto& l : labels) {
+    ArmRun a;
+    a.arm = l == "variant" ? "variant" : "baseline";
+    a.role = "probe";
+    a.job.label = l;
+    a.job.dir = root / l;
+    a.job.probe_from = root / "arms-baseline";
+    plan.probes.push_back(a);
+  }
+  plan.probe_noise = 0.00390625;
+  plan.probe_noise_source = "unit roundoff of bf16 (2^-8)";
+  train::write_probe(root / "baseline", probe_record({{zero, zero, zero}, {zero, zero, zero}}));
+  train::write_probe(root / "baseline-noise1",
+                     probe_record({{zero, V{1, 0, 0, 0}, V{1, 0, 0, 0}}, {zero, V{1, 0, 0, 0}, V{1, 0, 0, 0}}}));
+  auto fresh = [] {
+    CompareResult r;
+    r.mode = "ab";
+    r.baseline.label = "baseline";
+    r.variant.label = "variant";
+    r.policy.probe_factor = 2;
+    r.alignment.rule = "envelope";
+    r.alignment.aligned = true;
+    r.alignment.explanation = "approximate knob: inside";
+    return r;
+  };
+  const std::vector<runs::RunOutcome> ok(3);
+  // Inside: 1.5 x E at most.
+  train::write_probe(root / "variant",
+                     probe_record({{zero, V{1.5, 0, 0, 0}, zero}, {zero, V{0, 1, 0, 0}, zero}}));
+  auto in = fresh();
+  analyse_probe(plan, ok, in);
+  EXPECT_TRUE(in.alignment.probe.run);
+  EXPECT_TRUE(in.alignment.probe.passed);
+  EXPECT_TRUE(in.alignment.aligned);
+  EXPECT_EQ(in.alignment.probe.noise_source, "unit roundoff of bf16 (2^-8)");
+  EXPECT_NE(in.alignment.explanation.find("the function probe at 2 checkpoints is inside: largest "
+                                          "ratio 1.50 (attention[0] at step 10) <= 2"),
+            std::string::npos)
+      << in.alignment.explanation;
+  EXPECT_TRUE(should_time(in));
+  // Outside at logits, step 20: rejected, not timed, and the reports' sentence names it.
+  train::write_probe(root / "variant",
+                     probe_record({{zero, V{1.5, 0, 0, 0}, zero}, {zero, zero, V{0, 3, 0, 0}}}));
+  auto out = fresh();
+  analyse_probe(plan, ok, out);
+  EXPECT_FALSE(out.alignment.probe.passed);
+  EXPECT_FALSE(out.alignment.aligned);
+  EXPECT_FALSE(should_time(out));
+  ASSERT_FALSE(out.warnings.empty());
+  EXPECT_EQ(out.warnings.back().rfind("not timed: the function probe", 0), 0u) << out.warnings.back();
+  EXPECT_EQ(reports::text::probe_summary(out.alignment),
+            "function probe (2 checkpoints x 3 tensors, 1 noise probe): largest ratio 3.00 "
+            "(logits[0] at step 20), bound 2: OUTSIDE, first in forward order at logits[0] (step 20)");
+  // The variant's probe crashed: the variant failed (exit 3), the probe did not run.
+  std::vector<runs::RunOutcome> crashed(3);
+  crashed[1].status = "crashed";
+  crashed[1].failure = "exit 1: boom";
+  auto failed = fresh();
+  analyse_probe(plan, crashed, failed);
+  EXPECT_FALSE(failed.alignment.probe.run);
+  EXPECT_EQ(failed.alignment.probe.note, "not run: the variant probe crashed");
+  EXPECT_EQ(failed.failed_arm, "variant");
+  EXPECT_EQ(failed.failure, "crashed: function probe variant: exit 1: boom");
+  // An unreadable record is the same kind of failure, named by its file.
+  fs::remove(root / "baseline-noise1" / "probe.bin");
+  auto unreadable = fresh();
+  analyse_probe(plan, ok, unreadable);
+  EXPECT_EQ(unreadable.failed_arm, "baseline");
+  EXPECT_NE(unreadable.failure.find("baseline-noise1/probe.bin"), std::string::npos)
+      << unreadable.failure;
+  // Nothing planned: the plan's note is the report's.
+  ComparisonPlan none;
+  none.probe_note = "not run: the probe needs one rank and zero_stage = 0 on both arms";
+  auto n = fresh();
+  analyse_probe(none, {}, n);
+  EXPECT_FALSE(n.alignment.probe.run);
+  EXPECT_EQ(reports::text::probe_summary(n.alignment),
+            "function probe not run: the probe needs one rank and zero_stage = 0 on both arms");
+  EXPECT_TRUE(n.alignment.aligned);
+  fs::remove_all(root);
+}
