@@ -30,8 +30,8 @@ const config::SectionSchema& gate_schema() {
                          "approximate knobs: |delta| must stay within this x the envelope")
               .range(0.1, 1000)
               .kind(Knob::None),
-          KeySpec::Float("probe_factor", 2.0,
-                         "approximate knobs: at the baseline's weights every kernel output of "
+          KeySpec::Float("probe_factor", 3.0,
+                         "the function probe: at the baseline's weights every kernel output of "
                          "the variant must stay within this x the noise probes' envelope")
               .range(0.1, 1000)
               .kind(Knob::None),
