@@ -56,6 +56,16 @@ std::pair<double, std::string> envelope_noise(const gate::Policy& p, const confi
   return {r.u, "unit roundoff of " + std::string(variants::name_of(worst)) + " (" + r.label + ")"};
 }
 
+// The baseline's overrides plus rounding-sized weight noise u under noise seed k: one envelope
+// run's, and one noise probe's.
+std::vector<std::string> with_noise(std::vector<std::string> sets, double u, int64_t k) {
+  char noise[40];
+  std::snprintf(noise, sizeof noise, "%.17g", u);
+  sets.push_back(std::string("faults.weight_rounding_noise=") + noise);
+  sets.push_back("faults.noise_seed=" + std::to_string(k));
+  return sets;
+}
+
 }  // namespace
 
 // On CUDA the loss-check runs are sized by GPUs, not cores: each concurrent run gets GPUs of its
@@ -181,15 +191,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   if (p.klass == "approximate") p.approximate_rule = envelope ? "envelope" : "seed band";
   if (envelope) {
     std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
-    char noise[40];
-    std::snprintf(noise, sizeof noise, "%.17g", p.envelope_noise);
     for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
       const std::string label = "baseline-noise" + std::to_string(k);
-      auto sets = bsets;
-      sets.push_back(std::string("faults.weight_rounding_noise=") + noise);
-      sets.push_back("faults.noise_seed=" + std::to_string(k));
-      p.alignment.push_back(
-          arm_run("baseline", "envelope", seed, label, req.baseline, sets, arms / label, 0));
+      p.alignment.push_back(arm_run("baseline", "envelope", seed, label, req.baseline,
+                                    with_noise(bsets, p.envelope_noise, k), arms / label, 0));
       p.alignment.back().noise_seed = k;
     }
   }
@@ -237,14 +242,9 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     };
     probe("baseline", "baseline", req.baseline, bsets, 0);
     probe("variant", "variant", req.variant, vsets, 0);
-    char noise[40];
-    std::snprintf(noise, sizeof noise, "%.17g", p.probe_noise);
-    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
-      auto sets = bsets;
-      sets.push_back(std::string("faults.weight_rounding_noise=") + noise);
-      sets.push_back("faults.noise_seed=" + std::to_string(k));
-      probe("baseline", "baseline-noise" + std::to_string(k), req.baseline, std::move(sets), k);
-    }
+    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k)
+      probe("baseline", "baseline-noise" + std::to_string(k), req.baseline,
+            with_noise(bsets, p.probe_noise, k), k);
   }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
   if (p.approximate_rule == "seed band") {
