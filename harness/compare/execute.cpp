@@ -4,22 +4,27 @@
 
 namespace lockstep::compare {
 
-std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log) {
+namespace {
+
+// Untimed runs (the alignment runs, the probes): plan.parallel at a time, on the plan's GPU slots.
+std::vector<runs::RunOutcome> run_untimed(const ComparisonPlan& plan, const std::vector<ArmRun>& runs,
+                                          const std::string& what, const Log& log) {
   std::vector<runs::RunJob> jobs;
-  for (const auto& a : plan.alignment) jobs.push_back(a.job);
+  for (const auto& a : runs) jobs.push_back(a.job);
   if (log)
-    log("full-length runs for the loss check: " + std::to_string(jobs.size()) + " (" +
-        std::to_string(plan.parallel) + " at a time)");
+    log(what + ": " + std::to_string(jobs.size()) + " (" + std::to_string(plan.parallel) +
+        " at a time)");
   return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
 }
 
+}  // namespace
+
+std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log) {
+  return run_untimed(plan, plan.alignment, "full-length runs for the loss check", log);
+}
+
 std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log) {
-  std::vector<runs::RunJob> jobs;
-  for (const auto& a : plan.probes) jobs.push_back(a.job);
-  if (log)
-    log("function probes at the baseline's checkpoints: " + std::to_string(jobs.size()) + " (" +
-        std::to_string(plan.parallel) + " at a time)");
-  return runs::run_children(jobs, plan.parallel, plan.gpu_slots);
+  return run_untimed(plan, plan.probes, "function probes at the baseline's checkpoints", log);
 }
 
 bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t until,

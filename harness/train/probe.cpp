@@ -57,4 +57,25 @@ std::vector<std::vector<double>> ProbeRecorder::take(std::vector<std::string>* n
   return out;
 }
 
+workloads::ModelKernels recording(workloads::ModelKernels k, ProbeRecorder* rec) {
+  return {[f = std::move(k.attention), rec](const torch::Tensor& q, const torch::Tensor& kk,
+                                            const torch::Tensor& v) {
+            auto y = f(q, kk, v);  // (B, H, T, hd)
+            rec->add("attention", y);
+            return y;
+          },
+          [f = std::move(k.activation), rec](const torch::Tensor& x, const torch::Tensor& w,
+                                             const torch::Tensor& b) {
+            auto y = f(x, w, b);  // (B*T, 4C)
+            rec->add("activation", y);
+            return y;
+          },
+          [f = std::move(k.layer_norm), rec](const torch::Tensor& x, const torch::Tensor& w,
+                                             const torch::Tensor& b, double eps) {
+            auto y = f(x, w, b, eps);  // (..., C)
+            rec->add("layer_norm", y);
+            return y;
+          }};
+}
+
 }  // namespace lockstep::train

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness/compat/torch_compat.h"
+#include "workloads/gpt.h"
 
 namespace lockstep::train {
 
@@ -45,5 +46,9 @@ class ProbeRecorder {
   std::vector<std::string> names_;
   std::vector<std::vector<double>> sketches_;
 };
+
+// The kernels with every output recorded into `rec` (what they return, faults included), in the
+// order the forward calls them.
+workloads::ModelKernels recording(workloads::ModelKernels k, ProbeRecorder* rec);
 
 }  // namespace lockstep::train

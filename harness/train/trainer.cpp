@@ -378,27 +378,8 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
     if (who.world_size != 1 || s.par.zero_stage != 0)
       cfg.fail(who.world_size != 1 ? "parallel.world_size" : "parallel.zero_stage",
                "a probe run needs one rank and zero_stage = 0");
-    // Every kernel's output is recorded (what the kernels return, faults included).
     s.probe = std::make_unique<ProbeRecorder>();
-    auto* rec = s.probe.get();
-    mk.attention = [k = mk.attention, rec](const torch::Tensor& q, const torch::Tensor& kk,
-                                           const torch::Tensor& v) {
-      auto y = k(q, kk, v);  // (B, H, T, hd)
-      rec->add("attention", y);
-      return y;
-    };
-    mk.activation = [k = mk.activation, rec](const torch::Tensor& x, const torch::Tensor& w,
-                                             const torch::Tensor& b) {
-      auto y = k(x, w, b);  // (B*T, 4C)
-      rec->add("activation", y);
-      return y;
-    };
-    mk.layer_norm = [k = mk.layer_norm, rec](const torch::Tensor& x, const torch::Tensor& w,
-                                             const torch::Tensor& b, double eps) {
-      auto y = k(x, w, b, eps);  // (..., C)
-      rec->add("layer_norm", y);
-      return y;
-    };
+    mk = recording(std::move(mk), s.probe.get());
   }
   s.model = workloads::GPT(s.model_cfg, std::move(mk));
   s.model->to(s.device);
