@@ -336,21 +336,28 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
   EXPECT_NE(cfg.find("weight_rounding_noise = 0.00390625"), std::string::npos) << cfg;
   EXPECT_NE(cfg.find("noise_seed = 2"), std::string::npos) << cfg;
   // The function probe: the baseline's checkpoints at steps 12, 24, 36, 48, each kernel call's
-  // output and the logits under bf16 against 3 noise probes. bf16 computes the embedding and the
-  // first LayerNorm in fp32, exactly as the baseline: ratio 0 there.
+  // inputs and output and the logits under bf16 against 3 noise probes. bf16 computes the
+  // embedding (the first LayerNorm's input) and the first LayerNorm in fp32, exactly as the
+  // baseline: ratio 0 there.
   const auto& pr = a["probe"];
   ASSERT_TRUE(pr.is_object() && pr.contains("ratio")) << pr.dump();
   EXPECT_EQ(pr["steps"], nlohmann::json({12, 24, 36, 48}));
-  EXPECT_EQ(pr["tensors"].size(), 10u);  // 5 LayerNorms, 2 attentions, 2 activations, logits
-  EXPECT_EQ(pr["tensors"][0], "layer_norm[0]");
-  EXPECT_EQ(pr["tensors"][1], "attention[0]");
-  EXPECT_EQ(pr["tensors"][9], "logits[0]");
+  // Per block: 2 LayerNorms (input, output), attention (q, k, v, output), activation; then the
+  // final LayerNorm (input, output) and the logits.
+  const size_t tensors = 2 * 9 + 2 + 1;
+  EXPECT_EQ(pr["tensors"].size(), tensors);
+  EXPECT_EQ(pr["tensors"][0], "layer_norm[0].x");
+  EXPECT_EQ(pr["tensors"][1], "layer_norm[0]");
+  EXPECT_EQ(pr["tensors"][2], "attention[0].q");
+  EXPECT_EQ(pr["tensors"][5], "attention[0]");
+  EXPECT_EQ(pr["tensors"][tensors - 1], "logits[0]");
   EXPECT_EQ(pr["noise_runs"], 3);
   EXPECT_DOUBLE_EQ(pr["factor"].get<double>(), rep["policy"]["probe_factor"].get<double>());
   double largest = 0;
   for (size_t s = 0; s < 4; ++s) {
     EXPECT_EQ(pr["ratio"][s][0].get<double>(), 0.0) << s;
-    for (size_t k = 1; k < 10; ++k) {
+    EXPECT_EQ(pr["ratio"][s][1].get<double>(), 0.0) << s;
+    for (size_t k = 2; k < tensors; ++k) {
       const double r = pr["ratio"][s][k].get<double>();
       EXPECT_GT(r, 0.0) << s << " " << k;  // bf16 rounds every GEMM after the first LayerNorm
       EXPECT_NEAR(r, pr["variant"][s][k].get<double>() / pr["envelope"][s][k].get<double>(), 1e-9);
@@ -372,11 +379,12 @@ TEST(Compare, Bf16IsFasterAndJudgedAgainstTheNoiseEnvelope) {
 }
 
 // A planted numerics bug the loss curve hides: bf16 with the attention logits x 1.3
-// ([faults] logit_scale_drift). Training absorbs it (over 60 steps the loss stayed within the
-// envelope at the check step and over the curve), but at the baseline's own weights the
-// variant's attention output is ~9x the noise probes' envelope: the function probe rejects it,
-// names attention[0] (the first kernel in forward order whose output moved; the LayerNorm before
-// it is untouched) and nothing is timed. 30 steps: checkpoints at 6, 12, 18, 24.
+// ([faults] logit_scale_drift: the kernel receives q x 1.3). Training absorbs it (over 60 steps
+// the loss stayed within the envelope at the check step and over the curve), but at the
+// baseline's own weights the q the attention kernel receives is far outside the noise probes'
+// envelope: the function probe rejects it, names attention[0].q (the first tensor in forward
+// order that moved; the LayerNorm before it is untouched) and nothing is timed. 30 steps:
+// checkpoints at 6, 12, 18, 24.
 TEST(Compare, ProbeCatchesALogitDriftAndNamesTheAttentionKernel) {
   TempDir tmp;
   auto r = run_lockstep({"compare", "configs/baseline.toml", "configs/variants/bf16.toml",
@@ -391,18 +399,18 @@ TEST(Compare, ProbeCatchesALogitDriftAndNamesTheAttentionKernel) {
   ASSERT_TRUE(pr.is_object() && pr.contains("ratio")) << pr.dump();
   EXPECT_FALSE(pr["passed"].get<bool>());
   EXPECT_GT(pr["ratio_max"].get<double>(), pr["factor"].get<double>());
-  EXPECT_EQ(pr["first_outside"]["tensor"], "attention[0]") << pr.dump();
-  for (size_t s = 0; s < 4; ++s) EXPECT_EQ(pr["ratio"][s][0].get<double>(), 0.0) << s;
+  EXPECT_EQ(pr["first_outside"]["tensor"], "attention[0].q") << pr.dump();
+  for (size_t s = 0; s < 4; ++s) EXPECT_EQ(pr["ratio"][s][1].get<double>(), 0.0) << s;
   EXPECT_FALSE(a["aligned"].get<bool>());
   EXPECT_NE(a["explanation"].get<std::string>().find("the function probe is OUTSIDE"),
             std::string::npos)
       << a["explanation"];
   EXPECT_FALSE(rep["timed"].get<bool>());
-  EXPECT_NE(r.output.find("OUTSIDE at attention[0]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OUTSIDE at attention[0].q"), std::string::npos) << r.output;
   // The Markdown and HTML reports say it too, in the same words (Markdown escapes the brackets).
-  EXPECT_NE(slurp(tmp.path() / "c/report.md").find("OUTSIDE, first in forward order at attention\\[0\\]"),
+  EXPECT_NE(slurp(tmp.path() / "c/report.md").find("OUTSIDE, first in forward order at attention\\[0\\].q"),
             std::string::npos);
-  EXPECT_NE(slurp(tmp.path() / "c/report.html").find("OUTSIDE, first in forward order at attention[0]"),
+  EXPECT_NE(slurp(tmp.path() / "c/report.html").find("OUTSIDE, first in forward order at attention[0].q"),
             std::string::npos);
 }
 

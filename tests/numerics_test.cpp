@@ -636,6 +636,14 @@ TEST(ProbeSketch, DistancesBetweenSketchesAreDistancesBetweenTensors) {
   std::vector<std::string> names;
   rec.take(&names);
   EXPECT_EQ(names, (std::vector<std::string>{"attention[0]", "layer_norm[0]", "attention[1]"}));
+  // A call's inputs come before its output and carry the call's ordinal.
+  rec.begin_forward(0);
+  rec.add("layer_norm", a, "x"), rec.add("layer_norm", a);
+  rec.add("attention", a, "q"), rec.add("attention", a), rec.add("attention", a, "q");
+  rec.end_forward();
+  rec.take(&names);
+  EXPECT_EQ(names, (std::vector<std::string>{"layer_norm[0].x", "layer_norm[0]", "attention[0].q",
+                                             "attention[0]", "attention[1].q"}));
 }
 
 }  // namespace

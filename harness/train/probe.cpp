@@ -22,14 +22,17 @@ void ProbeRecorder::begin_forward(int64_t batch) {
   kinds_.clear();
 }
 
-void ProbeRecorder::add(const char* kind, const torch::Tensor& t) {
+void ProbeRecorder::add(const char* kind, const torch::Tensor& t, const char* input) {
   if (!active_) return;
+  // The call's ordinal within its kind: its inputs are recorded before its output, which counts
+  // the call.
   int ordinal = 0;
   bool seen = false;
   for (auto& [k, n] : kinds_)
-    if (k == kind) ordinal = n++, seen = true;
-  if (!seen) kinds_.emplace_back(kind, 1);
-  const std::string name = std::string(kind) + "[" + std::to_string(ordinal) + "]";
+    if (k == kind) ordinal = input ? n : n++, seen = true;
+  if (!seen) kinds_.emplace_back(kind, input ? 0 : 1);
+  std::string name = std::string(kind) + "[" + std::to_string(ordinal) + "]";
+  if (input) name += std::string(".") + input;
   if (next_ == sketches_.size()) {
     if (batch_ > 0) throw std::logic_error("probe: batch " + std::to_string(batch_) +
                                            " records more tensors than batch 0");
@@ -60,6 +63,9 @@ std::vector<std::vector<double>> ProbeRecorder::take(std::vector<std::string>* n
 workloads::ModelKernels recording(workloads::ModelKernels k, ProbeRecorder* rec) {
   return {[f = std::move(k.attention), rec](const torch::Tensor& q, const torch::Tensor& kk,
                                             const torch::Tensor& v) {
+            rec->add("attention", q, "q");  // (B, H, T, hd), as the kernel receives them
+            rec->add("attention", kk, "k");
+            rec->add("attention", v, "v");
             auto y = f(q, kk, v);  // (B, H, T, hd)
             rec->add("attention", y);
             return y;
@@ -72,6 +78,7 @@ workloads::ModelKernels recording(workloads::ModelKernels k, ProbeRecorder* rec)
           },
           [f = std::move(k.layer_norm), rec](const torch::Tensor& x, const torch::Tensor& w,
                                              const torch::Tensor& b, double eps) {
+            rec->add("layer_norm", x, "x");  // (..., C): the residual stream
             auto y = f(x, w, b, eps);  // (..., C)
             rec->add("layer_norm", y);
             return y;

@@ -6,8 +6,13 @@
 // A probe run (`lockstep run CONFIG --probe CHECKPOINTS`) loads each checkpoint of the baseline's
 // alignment run, runs the forward on kProbeBatches fixed batches (those of steps run.steps + 1,
 // ..., past the schedule: the same for every arm at one seed) under its own config's numerics
-// (precision scope, kernels, faults, the envelope's weight noise), and records the output of every
-// kernel call (LayerNorm, attention, activation, in forward order) and the logits. Each output is
+// (precision scope, kernels, faults, the envelope's weight noise), and records every kernel call
+// (LayerNorm, attention, activation, in forward order): the inputs it receives (attention's q, k,
+// v; LayerNorm's x, the residual stream), then its output, and the logits. The inputs matter: a
+// diffuse attention's output is nearly blind to its logits (it averages v), so a change in the
+// score path (a wrong scale on q, a broken projection) is seen at q long before it reaches the
+// output; and with them every GEMM's result is observed directly (q, k, v are the QKV
+// projection's, a LayerNorm's input carries the output projections'). Each tensor is
 // kept as a CountSketch, m signed hash buckets over its elements: the sketch is linear, so
 // ||S(a) - S(b)|| estimates ||a - b|| (relative error about 1/sqrt(m)) between any two runs, and a
 // change in a single element is kept, which a subsample would drop.
@@ -34,7 +39,9 @@ class ProbeRecorder {
   bool active() const { return active_; }
   void begin_forward(int64_t batch);  // activates recording
   void end_forward() { active_ = false; }
-  void add(const char* kind, const torch::Tensor& t);  // any dtype or device
+  // `t` is a kernel call's output, or with `input` its input of that name (recorded before the
+  // output: "attention[0].q"). Any dtype or device.
+  void add(const char* kind, const torch::Tensor& t, const char* input = nullptr);
   // The sketches since the last take(), and their names (the same at every checkpoint).
   std::vector<std::vector<double>> take(std::vector<std::string>* names);
 

@@ -372,8 +372,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.plan = workloads::BatchPlan{s.data_cfg.batch_size, who.world_size, s.data_cfg.grad_accum};
 
   s.kernels = registry::kernels_for(cfg);
-  workloads::ModelKernels mk{s.faults.attention(s.kernels.attention), s.kernels.activation,
-                             s.kernels.layer_norm};
+  workloads::ModelKernels mk{s.kernels.attention, s.kernels.activation, s.kernels.layer_norm};
   if (!s.opts.probe_from.empty()) {
     if (who.world_size != 1 || s.par.zero_stage != 0)
       cfg.fail(who.world_size != 1 ? "parallel.world_size" : "parallel.zero_stage",
@@ -381,6 +380,8 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
     s.probe = std::make_unique<ProbeRecorder>();
     mk = recording(std::move(mk), s.probe.get());
   }
+  // Outside the recorder: the probe records a kernel's inputs as the kernel receives them.
+  mk.attention = s.faults.attention(std::move(mk.attention));
   s.model = workloads::GPT(s.model_cfg, std::move(mk));
   s.model->to(s.device);
   s.comm = std::make_unique<dist::Comm>(who, s.par, s.device);
