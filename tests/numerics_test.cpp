@@ -40,6 +40,7 @@
 #include "harness/config/config.h"
 #include "harness/dist/comm.h"
 #include "harness/train/checkpoint.h"
+#include "harness/train/faults.h"
 #include "harness/kernels/install.h"
 #include "harness/kernels/registry.h"
 #include "harness/train/optim_config.h"
@@ -644,6 +645,33 @@ TEST(ProbeSketch, DistancesBetweenSketchesAreDistancesBetweenTensors) {
   rec.take(&names);
   EXPECT_EQ(names, (std::vector<std::string>{"layer_norm[0].x", "layer_norm[0]", "attention[0].q",
                                              "attention[0]", "attention[1].q"}));
+}
+
+// [faults] logit_scale_drift hands the attention kernel q x (1 + x) as stated, also in bf16: the
+// scale is not rounded to bf16 first (which made 0.005 and 0.01 the same 0.78% drift, and 0.0025
+// none). Over many elements the mean relative change is near x, and an fp32 q is scaled exactly.
+TEST(Faults, LogitScaleDriftIsTheStatedDriftInBf16) {
+  auto echo_q = [](const torch::Tensor& q, const torch::Tensor&, const torch::Tensor&) {
+    return q;
+  };
+  torch::manual_seed(3);
+  const auto q32 = torch::rand({4, 2, 64, 32}) + 1.0;  // (B, H, T, hd), in [1, 2)
+  const auto q16 = q32.to(torch::kBFloat16);
+  for (double x : {0.0025, 0.005, 0.01, 0.02}) {
+    train::FaultConfig cfg;
+    cfg.logit_scale_drift = x;
+    auto kernel = train::FaultInjector(cfg, 0, 1).attention(echo_q);
+    const auto out16 = kernel(q16, q16, q16);
+    EXPECT_EQ(out16.scalar_type(), torch::kBFloat16);
+    const double mean_rel =
+        ((out16.to(torch::kFloat64) / q16.to(torch::kFloat64)) - 1.0).mean().item<double>();
+    // q is on bf16's grid (spacing 2^-7 in [1, 2)), so a sub-spacing drift moves only the elements
+    // it carries past half a spacing, by one: 0.0025 comes out as 0.0019 on average. Rounding the
+    // scale first gave 0 for 0.0025 and 0.0078 for 0.005.
+    EXPECT_NEAR(mean_rel, x, 0.3 * x) << x;
+    const auto out32 = kernel(q32, q32, q32);
+    EXPECT_TRUE(torch::equal(out32, q32 * (1.0 + x))) << x;
+  }
 }
 
 }  // namespace

@@ -31,8 +31,8 @@ const config::SectionSchema& gate_schema() {
               .range(0.1, 1000)
               .kind(Knob::None),
           KeySpec::Float("probe_factor", 3.0,
-                         "the function probe: at the baseline's weights every kernel output of "
-                         "the variant must stay within this x the noise probes' envelope")
+                         "the function probe: at the baseline's weights every kernel input and output "
+                         "of the variant must stay within this x the noise probes' envelope")
               .range(0.1, 1000)
               .kind(Knob::None),
           KeySpec::Float("envelope_noise", 0.0,
@@ -179,7 +179,7 @@ std::string Policy::describe() const {
     << curve_window_pct << "% of steps within it (exact knobs), or both within " << envelope_factor
     << " x the noise envelope of " << util::count_of(envelope_runs, "perturbed baseline run")
     << " (approximate knobs; the seed band in golden mode and with external trainers), and at the "
-       "baseline's checkpoints every kernel output within "
+       "baseline's checkpoints every kernel input and output within "
     << probe_factor << " x the noise probes' envelope (the function probe)\n"
     << "P99 step latency: no significant regression beyond " << max_p99_regression_pct << "%\n"
     << "tokens/s: no significant slowdown beyond " << max_slowdown_pct << "%\n";

@@ -59,7 +59,10 @@ workloads::AttentionKernel FaultInjector::attention(workloads::AttentionKernel k
   const double s = 1.0 + cfg_.logit_scale_drift;
   return [kernel = std::move(kernel), s](const torch::Tensor& q, const torch::Tensor& k,
                                          const torch::Tensor& v) {
-    return kernel(q * s, k, v);  // (B, H, T, hd): logits (q s) k^T = s (q k^T)
+    // (B, H, T, hd): logits (q s) k^T = s (q k^T). The product is taken in fp32 and rounded once
+    // to q's dtype: a bf16 tensor times a scalar rounds the scalar to bf16 first (1.005 and 1.01
+    // both become 1.0078125, 1.0025 becomes 1), and the planted drift would not be the stated one.
+    return kernel((q.to(torch::kFloat) * s).to(q.scalar_type()), k, v);
   };
 }
 
