@@ -555,6 +555,82 @@ TEST(StatsMinDetectableEffect, EdgeCases) {
   EXPECT_TRUE(std::isnan(min_detectable_effect(3, 5, 5, kNaN, 0.8)));
 }
 
+// Reference values: scipy 1.10 (stats.t.cdf / stats.t.ppf / stats.ttest_1samp).
+TEST(StatsStudentT, MatchesScipy) {
+  EXPECT_NEAR(student_t_cdf(2.0, 5), 0.9490302605850709, 1e-11);
+  EXPECT_NEAR(student_t_cdf(-1.3, 2.5), 0.15024339463535397, 1e-11);  // fractional df
+  EXPECT_NEAR(student_t_cdf(0.7, 1), 0.6944001122142147, 1e-11);      // Cauchy
+  EXPECT_NEAR(student_t_cdf(3.1, 40), 0.9982315457949792, 1e-11);
+  EXPECT_EQ(student_t_cdf(0, 7), 0.5);
+  EXPECT_NEAR(student_t_quantile(0.975, 4), 2.7764451051977987, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.975, 9), 2.2621571627409915, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.99375, 5), 3.810004699845396, 1e-9);  // auto's 4 looks
+  EXPECT_NEAR(student_t_quantile(0.8, 5), 0.919543780236326, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.001, 3), -10.214531852405337, 1e-8);
+  // Large df tends to the normal.
+  EXPECT_NEAR(student_t_quantile(0.975, 1e7), normal_quantile(0.975), 1e-6);
+}
+
+TEST(StatsStudentT, EdgeCases) {
+  EXPECT_EQ(student_t_cdf(kInf, 3), 1.0);
+  EXPECT_EQ(student_t_cdf(-kInf, 3), 0.0);
+  EXPECT_TRUE(std::isnan(student_t_cdf(kNaN, 3)));
+  EXPECT_TRUE(std::isnan(student_t_cdf(1, 0)));
+  EXPECT_TRUE(std::isnan(student_t_cdf(1, -2)));
+  EXPECT_EQ(student_t_quantile(0, 3), -kInf);
+  EXPECT_EQ(student_t_quantile(1, 3), kInf);
+  EXPECT_EQ(student_t_quantile(0.5, 3), 0.0);
+  EXPECT_TRUE(std::isnan(student_t_quantile(1.5, 3)));
+  EXPECT_TRUE(std::isnan(student_t_quantile(0.9, 0)));
+  EXPECT_TRUE(std::isnan(student_t_quantile(kNaN, 3)));
+  // The quantile inverts the CDF.
+  for (double p : {0.01, 0.3, 0.9, 0.999})
+    EXPECT_NEAR(student_t_cdf(student_t_quantile(p, 2), 2), p, 1e-10);
+}
+
+TEST(StatsPairedT, MatchesScipy) {
+  const PairedT r = paired_t({0.051, 0.047, 0.055, 0.049, 0.052}, 0.9875);
+  EXPECT_EQ(r.n, 5u);
+  EXPECT_NEAR(r.mean, 0.0508, 1e-15);
+  EXPECT_NEAR(r.p_two_sided, 3.0357815175148008e-06, 1e-15);
+  EXPECT_NEAR(r.ci.lo, 0.04494731578252165, 1e-10);  // t.ppf(0.99375, 4)
+  EXPECT_NEAR(r.ci.hi, 0.05665268421747834, 1e-10);
+  const PairedT z = paired_t({0.01, -0.004, 0.006, -0.012, 0.003, 0.0}, 0.95);
+  EXPECT_NEAR(z.p_two_sided, 0.8812383827884378, 1e-10);
+  EXPECT_LT(z.ci.lo, 0);
+  EXPECT_GT(z.ci.hi, 0);
+}
+
+TEST(StatsPairedT, EdgeCases) {
+  EXPECT_TRUE(std::isnan(paired_t({}, 0.95).p_two_sided));
+  EXPECT_TRUE(std::isnan(paired_t({0.1}, 0.95).mean));  // one pair: no spread
+  EXPECT_FALSE(paired_t({0.1}, 0.95).ci.valid());
+  EXPECT_TRUE(std::isnan(paired_t({0.1, kNaN}, 0.95).p_two_sided));
+  EXPECT_TRUE(std::isnan(paired_t({0.1, kInf}, 0.95).p_two_sided));
+  const PairedT same = paired_t({0.02, 0.02, 0.02}, 0.95);  // no spread: the point, decided
+  EXPECT_EQ(same.sd, 0.0);
+  EXPECT_EQ(same.p_two_sided, 0.0);
+  EXPECT_EQ(same.ci.lo, 0.02);
+  EXPECT_EQ(same.ci.hi, 0.02);
+  EXPECT_EQ(paired_t({0, 0}, 0.95).p_two_sided, 1.0);
+}
+
+TEST(StatsPairedMinDetectableEffect, Values) {
+  // scipy: (t.ppf(1 - 0.0125/2, 5) + t.ppf(0.8, 5)) * 0.01 / sqrt(6).
+  EXPECT_NEAR(paired_min_detectable_effect(0.01, 6, 0.0125, 0.8), 0.019308300816593252, 1e-11);
+  EXPECT_EQ(paired_min_detectable_effect(0, 6, 0.05, 0.8), 0.0);
+  // More pairs: smaller; it tends to the normal formula's sigma * factor / sqrt(n).
+  EXPECT_LT(paired_min_detectable_effect(1, 24, 0.05, 0.8),
+            paired_min_detectable_effect(1, 6, 0.05, 0.8));
+  EXPECT_NEAR(paired_min_detectable_effect(1, 100000, 0.05, 0.8) * std::sqrt(100000.0),
+              normal_quantile(0.975) + normal_quantile(0.8), 1e-3);
+  EXPECT_TRUE(std::isnan(paired_min_detectable_effect(1, 1, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(paired_min_detectable_effect(-1, 5, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(paired_min_detectable_effect(kNaN, 5, 0.05, 0.8)));
+  EXPECT_TRUE(std::isnan(paired_min_detectable_effect(1, 5, 0, 0.8)));
+  EXPECT_TRUE(std::isnan(paired_min_detectable_effect(1, 5, 0.05, 1)));
+}
+
 TEST(StatsHolm, KnownSets) {
   // Sorted 0.01, 0.03, 0.04: 3*0.01 = 0.03; max(0.03, 2*0.03) = 0.06; max(0.06, 1*0.04) = 0.06.
   auto a = holm_adjust({0.01, 0.04, 0.03});

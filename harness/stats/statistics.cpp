@@ -324,6 +324,99 @@ double min_detectable_effect(double sigma, size_t na, size_t nb, double alpha, d
          std::sqrt(1.0 / static_cast<double>(na) + 1.0 / static_cast<double>(nb));
 }
 
+namespace {
+
+// Continued fraction of the incomplete beta function (Numerical Recipes' betacf, modified Lentz).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  const double qab = a + b, qap = a + 1, qam = a - 1;
+  double c = 1, d = 1 - qab * x / qap;
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 1000; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+// The regularized incomplete beta function I_x(a, b), x in [0, 1].
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double student_t_cdf(double t, double df) {
+  if (std::isnan(t) || std::isnan(df) || df <= 0) return kNaN;
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));  // P(T > |t|)
+  return t > 0 ? 1 - tail : tail;
+}
+
+double student_t_quantile(double p, double df) {
+  if (std::isnan(p) || std::isnan(df) || p < 0 || p > 1 || df <= 0) return kNaN;
+  if (p == 0) return -kInf;
+  if (p == 1) return kInf;
+  if (p == 0.5) return 0;
+  if (p < 0.5) return -student_t_quantile(1 - p, df);
+  double lo = 0, hi = 1;
+  while (student_t_cdf(hi, df) < p && hi < 1e300) hi *= 2;
+  for (int i = 0; i < 2000 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+PairedT paired_t(const std::vector<double>& d, double level) {
+  PairedT r;
+  r.n = d.size();
+  if (d.size() < 2 || !all_finite(d)) return r;
+  r.mean = mean(d);
+  r.sd = stddev(d);
+  const double df = static_cast<double>(d.size() - 1);
+  const double se = r.sd / std::sqrt(static_cast<double>(d.size()));
+  if (se == 0) {
+    r.p_two_sided = r.mean == 0 ? 1.0 : 0.0;
+    r.ci = Interval{r.mean, r.mean};
+    return r;
+  }
+  r.p_two_sided = std::min(1.0, 2 * student_t_cdf(-std::fabs(r.mean / se), df));
+  const double half = student_t_quantile(0.5 + level / 2, df) * se;
+  r.ci = Interval{r.mean - half, r.mean + half};
+  return r;
+}
+
+double paired_min_detectable_effect(double sd, size_t n, double alpha, double power) {
+  if (!std::isfinite(sd) || sd < 0 || n < 2) return kNaN;
+  if (!(alpha > 0 && alpha < 1) || !(power > 0 && power < 1)) return kNaN;
+  const double df = static_cast<double>(n - 1);
+  return (student_t_quantile(1 - alpha / 2, df) + student_t_quantile(power, df)) * sd /
+         std::sqrt(static_cast<double>(n));
+}
+
 std::vector<double> holm_adjust(const std::vector<double>& p) {
   const size_t k = p.size();
   std::vector<size_t> order(k);

@@ -112,6 +112,33 @@ double pooled_cv_pct(const std::vector<double>& a, const std::vector<double>& b)
 // infinite or negative, na or nb < 2, alpha or power outside (0,1). sigma 0 -> 0.
 double min_detectable_effect(double sigma, size_t na, size_t nb, double alpha, double power);
 
+// Student's t distribution with df > 0 degrees of freedom: P(T <= t), from the regularized
+// incomplete beta function (continued fraction, Lentz; |error| < 1e-12). t = +/-inf -> 1 / 0.
+// NaN if t or df is NaN or df <= 0.
+double student_t_cdf(double t, double df);
+
+// Its quantile: the t with student_t_cdf(t, df) = p (bisection on the CDF to 1e-12 relative).
+// p = 0 -> -inf, p = 1 -> +inf; p outside [0,1], NaN, or df <= 0 -> NaN.
+// student_t_quantile(0.975, 4) = 2.776445..., (0.975, 9) = 2.262157...
+double student_t_quantile(double p, double df);
+
+// The paired comparison of n matched pairs by their differences d (e.g. the log of each pair's
+// variant/baseline ratio): the one-sample t-test of mean(d) = 0 and the t confidence interval
+// of the mean at `level`. NaN fields (and an invalid interval) if n < 2 or any d is NaN or
+// infinite; every d equal: sd 0, the interval that point, p 1 when the mean is 0 and 0 otherwise.
+struct PairedT {
+  size_t n = 0;
+  double mean = NAN, sd = NAN;  // of d (sd: divisor n-1)
+  double p_two_sided = NAN;
+  Interval ci;                  // of the mean of d
+};
+PairedT paired_t(const std::vector<double>& d, double level);
+
+// Minimum detectable mean difference of the paired t-test above at n pairs with noise sd per
+// pair: (t_{1-alpha/2, n-1} + t_{power, n-1}) * sd / sqrt(n), in sd's unit. NaN if sd is NaN,
+// infinite or negative, n < 2, alpha or power outside (0,1). sd 0 -> 0.
+double paired_min_detectable_effect(double sd, size_t n, double alpha, double power);
+
 // Holm's (1979) step-down adjusted p-values, in the input's order: with the k p-values sorted
 // ascending p(1) <= ... <= p(k), adjusted p(i) = max over j <= i of min(1, (k-j+1) * p(j)).
 // Rejecting where adjusted p < alpha keeps the family-wise error rate at alpha under any
