@@ -4,7 +4,8 @@
 # (aa, slow5, stall2, aa, slow5, ...) so machine drift hits every scenario alike. One TSV line per
 # trial: the exit code, each timing check's verdict, the deltas, the repeats per arm the verdict
 # used, the sequential looks and the comparison's minutes, so false-alarm and detection rates and
-# the minutes to a verdict can be read off the same runs.
+# the minutes to a verdict can be read off the same runs, with how the pairs ran (interleave), the
+# tokens/s CI and the minimum detectable effect.
 #   aa      the baseline against itself (a name change only): any timing "fail" is a false alarm
 #   slow5   faults.slowdown_pct = 5: busy time of 5% of each step; detected = throughput "fail"
 #   stall2  faults.stall_every = 50, stall_ms = 20: 2% of the steps take ~one step longer (the
@@ -24,7 +25,7 @@ IFS=, read -r -a kinds <<< "$scenarios"
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-[ -s "$out" ] || printf 'scenario\ttrial\targs\texit\tthroughput\tp99\ttokens_pct\tp99_pct\trepeats\tlooks\tstopped\tminutes\n' > "$out"
+[ -s "$out" ] || printf 'scenario\ttrial\targs\texit\tthroughput\tp99\ttokens_pct\tp99_pct\trepeats\tlooks\tstopped\tminutes\tinterleave\ttokens_ci\ttokens_mde\n' > "$out"
 for ((t = 1; t <= n; t++)); do
   for k in "${kinds[@]}"; do
     case "$k" in
@@ -54,7 +55,10 @@ seq = r.get("sequential") or {}
 print("\t".join([k, t, args or "-", rc, v.get("throughput", "-"), v.get("p99 latency", "-"),
                  num(r["delta"]["tokens_per_sec_pct"]["value"]), num(r["delta"]["p99_ms_pct"]["value"]),
                  str(r["repeats"]), str(len(seq.get("looks", []))) if seq else "-",
-                 seq.get("stopped", "-") if seq else "-", f"{r['wall_seconds'] / 60:.2f}"]))
+                 seq.get("stopped", "-") if seq else "-", f"{r['wall_seconds'] / 60:.2f}",
+                 r.get("interleave", "-"),
+                 "[%s, %s]" % tuple(num(x) for x in r["delta"]["tokens_per_sec_pct"]["ci"]),
+                 num((r.get("power") or {}).get("tokens_per_sec_mde_pct"))]))
 EOF
     tail -n1 "$out" >&2
   done

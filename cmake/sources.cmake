@@ -35,6 +35,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/train/peak.cpp
   harness/runs/run_json.cpp
   harness/train/probe_file.cpp
+  harness/train/step_turn.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp

@@ -289,6 +289,26 @@ TEST(Compare, FusedAttentionIsExactAndPasses) {
   EXPECT_TRUE(pr["passed"].get<bool>()) << pr.dump();
   EXPECT_TRUE(rep["determinism"]["baseline_ok"].get<bool>());
   EXPECT_EQ(rep["baseline"]["tokens_per_sec_repeats"].size(), 5u);
+  // Each repeat pair ran at once, taking turns step by step, and tokens/s is judged as matched
+  // pairs. The turns are causal, not timed: a run waits for the turn from handing it over until
+  // the peer has done its whole step, so each run's waits add up to at least most of its peer's
+  // step time (without turns a run never waits: 0).
+  EXPECT_EQ(rep["interleave"], "step");
+  EXPECT_EQ(rep["policy"]["interleave"], "step");
+  EXPECT_EQ(rep["throughput_test"], "paired t-test of the pairs' log tokens/s ratios");
+  const auto timing = tmp.path() / "c" / "arms" / "timing";
+  for (const auto& [self, peer] : {std::pair{"01-baseline", "02-variant"},
+                                   std::pair{"04-baseline", "03-variant"}}) {
+    const auto mine = lockstep::runs::read_metrics(timing / self / "metrics.jsonl");
+    const auto theirs = lockstep::runs::read_metrics(timing / peer / "metrics.jsonl");
+    ASSERT_EQ(mine.size(), theirs.size()) << self;
+    double waited = 0, peer_steps = 0;
+    for (size_t i = 1; i < mine.size(); ++i) {
+      waited += std::max(mine[i].turn_wait_ms, 0.0);
+      peer_steps += theirs[i - 1].step_ms;
+    }
+    EXPECT_GE(waited, 0.5 * peer_steps) << self << " waited " << waited << " ms for " << peer;
+  }
   for (const char* f : {"report.json", "report.md", "report.html", "junit.xml"})
     EXPECT_TRUE(std::filesystem::exists(tmp.path() / "c" / f)) << f;
   // The real report renders in a real browser with no console errors.

@@ -236,6 +236,16 @@ TEST(Compare, Zero3AgainstDataParallelPassesAligned) {
   EXPECT_LT(rep["alignment"]["abs_diff"].get<double>(), 1e-5);
   EXPECT_LT(rep["delta"]["memory_pct"].get<double>(), 0.0);
   EXPECT_EQ(rep["policy_source"], "--policy tests/configs/zero_timing_lenient_policy.toml");
+  // Ranks cannot take turns with another arm's: the repeats ran one after the other, as two
+  // samples, and the report says why.
+  EXPECT_EQ(rep["interleave"], "repeat");
+  EXPECT_NE(rep["interleave_note"].get<std::string>().find("an arm runs 2 ranks"),
+            std::string::npos)
+      << rep["interleave_note"];
+  EXPECT_EQ(rep["throughput_test"], "Mann-Whitney U over the repeats' tokens/s");
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path() / "c" / "arms" / "timing"))
+    for (const auto& rec : lockstep::runs::read_metrics(e.path() / "metrics.jsonl"))
+      EXPECT_EQ(rec.turn_wait_ms, 0.0) << e.path();
   bool memory_checked = false;
   for (const auto& c : rep["checks"])
     if (c["name"] == "memory saving") memory_checked = c["passed"].get<bool>();

@@ -97,7 +97,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "warnings",     "checks",     "breakdown", "policy",        "policy_source",
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
                 "timed",        "wall_seconds", "environment", "class_source", "tail_statistic",
-                "power",        "common_peak", "sequential"}));
+                "power",        "common_peak", "sequential", "interleave", "interleave_note",
+                "throughput_test"}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
@@ -146,7 +147,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                                                       "timing_steps", "alpha", "bootstrap",
                                                       "max_p99_regression_pct", "max_slowdown_pct",
                                                       "min_speedup_pct", "min_memory_saving_pct",
-                                                      "p99_min_samples", "on_inconclusive"}));
+                                                      "p99_min_samples", "on_inconclusive",
+                                                      "interleave"}));
   EXPECT_EQ(keys(j["power"]), (std::set<std::string>{"tokens_per_sec_mde_pct", "p99_mde_pct",
                                                      "p50_mde_pct", "power", "level"}));
   EXPECT_EQ(keys(j["common_peak"]), (std::set<std::string>{"flops", "arm", "source"}));

@@ -44,7 +44,7 @@ TEST(SequentialLooks, AutoLooksEverySixRepeatsAndAtTheMaximum) {
   EXPECT_THROW(policy({"gate.repeats=auto", "gate.max_repeats=5"}), config::ConfigError);
   const std::string d = p.describe();
   EXPECT_NE(d.find("looks at 6, 12, 18, 24 repeats per arm"), std::string::npos) << d;
-  EXPECT_NE(d.find("98.75% bootstrap CIs"), std::string::npos) << d;
+  EXPECT_NE(d.find("98.75% CIs (bootstrap"), std::string::npos) << d;
 }
 
 TEST(SequentialStop, StopsWhenEveryCheckIsDecidedOrOneFails) {

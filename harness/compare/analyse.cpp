@@ -307,8 +307,16 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   aggregate_profile(r.baseline);
   aggregate_profile(r.variant);
   r.breakdown = compare_breakdown(r.baseline, r.variant);
-  r.delta.tokens_per_sec_pct = throughput_delta(r.baseline.tokens_per_sec_repeats,
-                                                r.variant.tokens_per_sec_repeats, r.policy);
+  // Pairs that took turns step by step shared the host's state step for step: judged as
+  // matched pairs (README "Timing in turns"); repeats run one after the other as two samples.
+  r.interleave = plan.interleave;
+  r.interleave_note = plan.interleave_note;
+  r.delta.tokens_per_sec_pct =
+      plan.steps_in_turns()
+          ? paired_throughput_delta(r.baseline.tokens_per_sec_repeats,
+                                    r.variant.tokens_per_sec_repeats, r.policy)
+          : throughput_delta(r.baseline.tokens_per_sec_repeats, r.variant.tokens_per_sec_repeats,
+                             r.policy);
   r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
   r.delta.mfu_common_pts =
       mfu_delta(r.baseline.mfu_common_repeats, r.variant.mfu_common_repeats, r.policy);
@@ -319,7 +327,8 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   // The MDEs at the strictest level a check of the Holm family faces (alpha / checks): the
   // smallest effect this comparison could have failed a check on.
   r.power = timing_power(r.baseline, r.variant, r.tail.q,
-                         r.policy.check_level() / timing_family_size(r.policy));
+                         r.policy.check_level() / timing_family_size(r.policy),
+                         plan.steps_in_turns());
 }
 
 }  // namespace lockstep::compare

@@ -225,6 +225,20 @@ Delta throughput_delta(const std::vector<double>& b, const std::vector<double>& 
   return finish(point, ci, stats::mann_whitney_u(b, v).p_two_sided, p, "faster", "slower");
 }
 
+std::vector<double> log_ratios(const std::vector<double>& b, const std::vector<double>& v) {
+  std::vector<double> d;
+  for (size_t i = 0; i < std::min(b.size(), v.size()); ++i) d.push_back(std::log(v[i] / b[i]));
+  return d;
+}
+
+Delta paired_throughput_delta(const std::vector<double>& b, const std::vector<double>& v,
+                              const gate::Policy& p) {
+  const stats::PairedT t = stats::paired_t(log_ratios(b, v), 1 - p.check_level());
+  auto pct = [](double x) { return 100.0 * std::expm1(x); };
+  return finish(pct(t.mean), stats::Interval{pct(t.ci.lo), pct(t.ci.hi)}, t.p_two_sided, p,
+                "faster", "slower");
+}
+
 Delta latency_delta(const std::vector<std::vector<double>>& b,
                     const std::vector<std::vector<double>>& v, double q, const gate::Policy& p) {
   auto pool = [](const std::vector<std::vector<double>>& g) {
@@ -269,7 +283,8 @@ TailStatistic tail_statistic(int64_t nb, int64_t nv, int64_t min_samples) {
   return t;
 }
 
-Power timing_power(const ArmResult& b, const ArmResult& v, double tail_q, double level) {
+Power timing_power(const ArmResult& b, const ArmResult& v, double tail_q, double level,
+                   bool paired) {
   Power pw;
   pw.level = level;
   const size_t nb = b.step_ms_repeats.size(), nv = v.step_ms_repeats.size();
@@ -279,14 +294,24 @@ Power timing_power(const ArmResult& b, const ArmResult& v, double tail_q, double
     return stats::min_detectable_effect(stats::pooled_cv_pct(x, y), x.size(), y.size(), level,
                                         pw.power);
   };
-  pw.tokens_per_sec_mde_pct = mde(b.tokens_per_sec_repeats, v.tokens_per_sec_repeats);
+  // Matched pairs: the noise is the spread of the pairs' log ratios, not of either arm.
+  auto paired_mde = [&](const std::vector<double>& x, const std::vector<double>& y) {
+    const std::vector<double> d = log_ratios(x, y);
+    if (!stats::all_finite(d)) return static_cast<double>(NAN);
+    return 100.0 * std::expm1(stats::paired_min_detectable_effect(stats::stddev(d), d.size(),
+                                                                  level, pw.power));
+  };
+  const auto& tb = b.tokens_per_sec_repeats;
+  const auto& tv = v.tokens_per_sec_repeats;
+  pw.tokens_per_sec_mde_pct = paired ? paired_mde(tb, tv) : mde(tb, tv);
   if (nb < 2 || nv < 2) return pw;
   auto per_repeat = [](const ArmResult& a, double q) {
     std::vector<double> out;
     for (const auto& x : a.step_ms_repeats) out.push_back(x.empty() ? NAN : stats::percentile(x, q));
     return out;
   };
-  pw.p50_mde_pct = mde(per_repeat(b, 50), per_repeat(v, 50));
+  pw.p50_mde_pct = paired ? paired_mde(per_repeat(b, 50), per_repeat(v, 50))
+                          : mde(per_repeat(b, 50), per_repeat(v, 50));
   pw.p99_mde_pct = mde(per_repeat(b, tail_q), per_repeat(v, tail_q));
   return pw;
 }

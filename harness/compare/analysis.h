@@ -1,6 +1,7 @@
 // The statistics of a comparison, as pure functions over measured values: which knobs changed and
 // how each must be judged, loss alignment (tolerance, noise envelope or seed band), determinism of repeated
-// runs, and performance deltas with bootstrap CIs and Mann-Whitney p-values.
+// runs, and performance deltas with their CIs and p-values (bootstrap and Mann-Whitney; paired t
+// for the tokens/s of pairs that took turns).
 #pragma once
 
 #include <optional>
@@ -55,6 +56,14 @@ std::string first_nondeterminism(const std::vector<double>& reference,
 // Percent change of the median tokens/s (variant vs baseline) over repeats.
 Delta throughput_delta(const std::vector<double>& baseline, const std::vector<double>& variant,
                        const gate::Policy& p);
+// The same from matched pairs (a repeat pair that took turns step by step: baseline[i] and
+// variant[i] ran together): the paired t-test of the pairs' log ratios ln(v_i / b_i) at the
+// policy's level; point 100 x (exp(mean) - 1), the CI the t interval mapped the same way.
+Delta paired_throughput_delta(const std::vector<double>& baseline,
+                              const std::vector<double>& variant, const gate::Policy& p);
+// The pairs' log ratios ln(v_i / b_i) (as many as the shorter side has).
+std::vector<double> log_ratios(const std::vector<double>& baseline,
+                               const std::vector<double>& variant);
 // Percent change of the q-th percentile of the pooled step latencies (repeats resampled as groups).
 Delta latency_delta(const std::vector<std::vector<double>>& baseline,
                     const std::vector<std::vector<double>>& variant, double q,
@@ -69,9 +78,10 @@ TailStatistic tail_statistic(int64_t n_baseline, int64_t n_variant, int64_t min_
 
 // The minimum detectable effects of tokens/s, P50 and the tail statistic (tail_q) from the arms'
 // per-repeat values, at the two-sided `level` and power 0.8. Unknown (known = false) with fewer
-// than 2 repeats in an arm.
+// than 2 repeats in an arm. paired: tokens/s and P50 are judged as matched pairs (their MDE from
+// the pairs' log ratios: stats::paired_min_detectable_effect); the tail check never is.
 Power timing_power(const ArmResult& baseline, const ArmResult& variant, double tail_q,
-                   double level);
+                   double level, bool paired = false);
 
 // The larger of the two arms' peaks (their alignment runs' peak_flops); NaN flops when either is
 // unknown.

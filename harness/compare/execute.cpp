@@ -31,10 +31,21 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
                           std::vector<runs::RunOutcome>& out) {
   until = std::min(until, plan.timing.size());
   while (out.size() < until) {
-    const auto& t = plan.timing[out.size()];
+    const size_t i = out.size();
+    const auto& t = plan.timing[i];
+    if (plan.steps_in_turns() && i + 1 < until) {  // the pair at once, step by step
+      if (log)
+        log("timing repeats " + std::to_string(i + 1) + "+" + std::to_string(i + 2) + "/" +
+            std::to_string(until) + ": " + t.arm + " and " + plan.timing[i + 1].arm +
+            " taking turns step by step");
+      auto [first, second] = runs::run_children_in_turns(t.job, plan.timing[i + 1].job);
+      out.push_back(std::move(first));
+      out.push_back(std::move(second));
+      if (!out[i].ok() || !out[i + 1].ok()) return false;
+      continue;
+    }
     if (log)
-      log("timing repeat " + std::to_string(out.size() + 1) + "/" + std::to_string(until) + ": " +
-          t.arm);
+      log("timing repeat " + std::to_string(i + 1) + "/" + std::to_string(until) + ": " + t.arm);
     out.push_back(runs::run_child(t.job));
     if (!out.back().ok()) return false;
   }

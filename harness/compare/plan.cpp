@@ -162,6 +162,23 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
                : req.parallel > 0   ? req.parallel
                                     : auto_parallel(bcfg, vcfg);
 
+  // How a timing repeat pair runs (README "Timing in turns"): taking turns step by step needs
+  // one process per arm that runs Lockstep's own step loop.
+  if (p.mode == "ab") {
+    const int64_t ranks = std::max(bcfg.integer("parallel.world_size"),
+                                   vcfg.integer("parallel.world_size"));
+    if (!p.policy.steps_in_turns())
+      p.interleave_note = "[gate] interleave = \"repeat\"";
+    else if (ranks > 1)
+      p.interleave_note = "an arm runs " + std::to_string(ranks) +
+                          " ranks: ranks cannot take turns with another arm's, so the repeats run "
+                          "one after the other";
+    else if (external::is_external(bcfg) || external::is_external(vcfg))
+      p.interleave_note = "an external trainer takes no turns: the repeats run one after the other";
+    else
+      p.interleave = "step";
+  }
+
   const fs::path arms = fs::path(req.out_dir) / "arms";
   const int64_t seed = bcfg.integer("run.seed");
   auto arm_run = [](std::string arm, std::string role, int64_t run_seed, const std::string& label,

@@ -11,7 +11,8 @@
 //              harness/compare/probe_check.h) under the baseline's numerics, the variant's and
 //              the envelope's K weight noises; after the alignment runs, which write them;
 //   timing     the short timing repeats, interleaved A B, B A, A B, ... so machine drift cancels;
-//              they run one at a time, and only when the alignment runs say the loss aligns. With
+//              a pair runs at once taking turns step by step (or one after the other: interleave
+//              below), and only when the alignment runs say the loss aligns. With
 //              repeats = "auto" they are planned up to max_repeats, and sequential.h runs as many
 //              of them as its looks need.
 #pragma once
@@ -76,6 +77,12 @@ struct ComparisonPlan {
   std::string probe_noise_source;  // the envelope's, or "unit roundoff of fp32 (2^-24)"
   std::vector<ArmRun> probes;     // baseline, variant, then the noise seeds
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
+  // How each pair of timing runs (timing[2i], timing[2i+1]) runs: "step" (at the same time,
+  // taking turns step by step: runs::run_children_in_turns; judged as matched pairs) or
+  // "repeat" (one after the other); interleave_note says why "repeat" where it is.
+  std::string interleave = "repeat";
+  std::string interleave_note;
+  bool steps_in_turns() const { return interleave == "step"; }
 };
 
 // Throws config::ConfigError (a bad config) or UsageError (a bad golden file, a check step past

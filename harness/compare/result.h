@@ -59,7 +59,8 @@ struct ArmResult {
 struct Delta {
   double point = 0;             // variant vs baseline (percent, or MFU points)
   double ci_lo = 0, ci_hi = 0;  // 95% bootstrap confidence interval
-  double p_value = 1;           // Mann-Whitney U, two-sided, over the repeats
+  double p_value = 1;           // two-sided, over the repeats: Mann-Whitney U, or for tokens/s
+                                // of pairs that took turns the paired t-test of log ratios
   bool significant = false;     // p < alpha and the CI excludes 0
   bool known = false;           // false until computed, and when it cannot be (not timed, no peak)
   std::string wording = "unknown";  // "faster" | "slower" | "no significant change" (higher/lower)
@@ -252,6 +253,10 @@ struct CompareResult {
   gate::Policy policy;
   std::string policy_source;  // where the policy came from
   ArmResult baseline, variant;
+  // How the timing repeat pairs ran (ComparisonPlan::interleave): "step" | "repeat", and why
+  // "repeat" where "step" was asked for.
+  std::string interleave = "repeat";
+  std::string interleave_note;
   Alignment alignment;
   std::string loss_reference =
       "baseline run";  // or "history run #ID (commit ...)" (--against-history)

@@ -201,6 +201,7 @@ json policy_json(const gate::Policy& p) {
           {"max_repeats", p.max_repeats},
           {"max_minutes", number(p.max_minutes)},
           {"timing_steps", p.timing_steps},
+          {"interleave", p.interleave},
           {"alpha", number(p.alpha)},
           {"check_level", number(p.check_level())},
           {"bootstrap", p.bootstrap},
@@ -297,6 +298,11 @@ json to_json(const CompareResult& r) {
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
+          {"interleave", r.interleave},
+          {"interleave_note", str_or_null(r.interleave_note)},
+          {"throughput_test", r.interleave == "step"
+                                  ? "paired t-test of the pairs' log tokens/s ratios"
+                                  : "Mann-Whitney U over the repeats' tokens/s"},
           {"sequential", sequential_json(r.sequential, r.policy)},
           {"timed", r.timed},
           {"too_few_repeats", r.too_few_repeats},

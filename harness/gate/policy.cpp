@@ -69,6 +69,11 @@ const config::SectionSchema& gate_schema() {
                        "timed steps per repeat (a repeat never runs past run.steps)")
               .range(1, 1e9)
               .kind(Knob::None),
+          KeySpec::Str("interleave", "step",
+                       "a timing repeat pair: step (both runs at once, taking turns step by "
+                       "step; matched pairs) | repeat (one after the other)")
+              .one_of({"step", "repeat"})
+              .kind(Knob::None),
           KeySpec::Int("p99_min_samples", 900,
                        "pooled timed steps per arm from which the tail check is the P99; fewer: "
                        "the maximum, named as such")
@@ -160,6 +165,7 @@ Policy Policy::from(const config::Config& c) {
   p.max_repeats = c.integer("gate.max_repeats");
   p.max_minutes = c.number("gate.max_minutes");
   p.timing_steps = c.integer("gate.timing_steps");
+  p.interleave = c.str("gate.interleave");
   p.p99_min_samples = c.integer("gate.p99_min_samples");
   p.on_inconclusive = c.str("gate.on_inconclusive");
   p.alpha = c.number("gate.alpha");
@@ -198,8 +204,13 @@ std::string Policy::describe() const {
   } else {
     o << util::count_of(repeats, "repeat") << " per arm";
   }
-  o << ", " << ci_percent() << " bootstrap CIs (" << bootstrap
-    << " resamples), Holm-corrected over the timing checks\n"
+  o << ", " << ci_percent() << " CIs (bootstrap, " << bootstrap
+    << " resamples; tokens/s of pairs taking turns: paired t), Holm-corrected over the timing "
+       "checks\n"
+    << "timing pairs: "
+    << (steps_in_turns() ? "baseline and variant at once, taking turns step by step"
+                         : "one run after the other")
+    << " (interleave = \"" << interleave << "\")\n"
     << "tail statistic: P99 from " << p99_min_samples
     << " pooled timed steps per arm, else the maximum (" << util::count_of(timing_steps, "timed step")
     << " per repeat)\n"

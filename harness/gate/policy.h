@@ -39,6 +39,12 @@ struct Policy {
   // first steps of the full run, so it never runs past run.steps: a 200-step config times 190
   // steps per repeat, 5 x 190 = 950 pooled per arm, enough for a P99 (p99_min_samples).
   int64_t timing_steps = 200;
+  // How a timing repeat pair runs: "step" (the baseline and variant runs at the same time, taking
+  // turns step by step, judged as matched pairs: harness/train/step_turn.h) | "repeat" (one run
+  // after the other, judged as two independent samples). "step" falls back to "repeat" where an
+  // arm has more than one rank or an external trainer.
+  std::string interleave = "step";
+  bool steps_in_turns() const { return interleave == "step"; }
   // Pooled timed steps per arm from which the tail check uses (and names) the P99: 900 leaves at
   // least 9 steps above it. Below it the tail check uses the maximum and says so ("max of 150
   // steps").

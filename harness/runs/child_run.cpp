@@ -1,12 +1,18 @@
 #include "harness/runs/child_run.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "harness/util/exit_codes.h"
 #include "harness/runs/run_folder.h"
+#include "harness/train/step_turn.h"
 
 namespace lockstep::runs {
 namespace fs = std::filesystem;
@@ -60,6 +66,14 @@ void prepare(const RunJob& job) {
   fs::create_directories(job.dir);
 }
 
+RunOutcome could_not_start(const std::string& why) {
+  RunOutcome o;
+  o.exit.code = 127;
+  o.status = "could not start";
+  o.failure = why;
+  return o;
+}
+
 RunOutcome wait_and_read(const RunJob& job, const std::vector<std::string>& env = {}) {
   const RunFolder folder(job.dir);
   util::ExitStatus st;
@@ -67,11 +81,7 @@ RunOutcome wait_and_read(const RunJob& job, const std::vector<std::string>& env 
     st = util::wait_for(util::spawn(child_argv(job), folder.log(), job.label, env),
                         kChildRunTimeoutS);
   } catch (const std::exception& e) {
-    RunOutcome o;
-    o.exit.code = 127;
-    o.status = "could not start";
-    o.failure = e.what();
-    return o;
+    return could_not_start(e.what());
   }
   return read_outcome(job, folder, st);
 }
@@ -91,6 +101,39 @@ std::vector<std::string> child_argv(const RunJob& job) {
 RunOutcome run_child(const RunJob& job) {
   prepare(job);
   return wait_and_read(job);
+}
+
+std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first,
+                                                         const RunJob& second) {
+  prepare(first);
+  prepare(second);
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)  // no turns: one at a time
+    return {run_child(first), run_child(second)};
+  for (int& fd : sv)  // above 3, so that dup2(fd, 3) in the child never meets itself
+    if (const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10); high >= 0) ::close(fd), fd = high;
+  const char token = 't';
+  (void)!::send(sv[1], &token, 1, MSG_NOSIGNAL);  // the first turn is first's (waiting at sv[0])
+  const std::vector<std::string> env{std::string(train::StepTurn::kEnv) + "=3"};
+  std::optional<util::Child> children[2];
+  std::string failed[2];
+  const RunJob* jobs[2] = {&first, &second};
+  for (int k = 0; k < 2; ++k) {
+    try {
+      children[k] = util::spawn(child_argv(*jobs[k]), RunFolder(jobs[k]->dir).log(),
+                                jobs[k]->label, env, {{sv[k], 3}});
+    } catch (const std::exception& e) {
+      failed[k] = e.what();
+    }
+  }
+  ::close(sv[0]);  // the children hold the only ends: one's exit is the other's end of file
+  ::close(sv[1]);
+  RunOutcome out[2];
+  for (int k = 0; k < 2; ++k)
+    out[k] = !children[k] ? could_not_start(failed[k])
+                          : read_outcome(*jobs[k], RunFolder(jobs[k]->dir),
+                                         util::wait_for(*children[k], kChildRunTimeoutS));
+  return {out[0], out[1]};
 }
 
 std::vector<RunOutcome> run_children(const std::vector<RunJob>& jobs, int parallel,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/train/records.h"
@@ -58,6 +59,11 @@ std::vector<std::string> child_argv(const RunJob& job);
 // Runs one job to its end (or kChildRunTimeoutS) and reads its outcome. Never throws for a
 // failed run: the outcome says what happened.
 RunOutcome run_child(const RunJob& job);
+
+// Runs two jobs at the same time, taking turns step by step (harness/train/step_turn.h): each
+// gets one end of a socket pair as its fd 3 (LOCKSTEP_TURN_FD=3) and `first` has the first turn.
+// The outcomes in (first, second) order. Without a socket pair: one after the other.
+std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second);
 
 // Runs the jobs with at most `parallel` at once; the outcomes in job order. `slot_env[w]` (when
 // given, one per slot: parallel = its size) is added to the environment of every run slot w

@@ -36,6 +36,7 @@ json to_json(const StepRecord& r) {
   j["local_loss"] = num(r.local_loss);
   j["comm_bytes"] = r.comm_bytes;
   j["comm_stream_ms"] = r.comm_stream_ms;
+  j["turn_wait_ms"] = r.turn_wait_ms;
   return j;
 }
 
@@ -47,6 +48,7 @@ StepRecord step_from_json(const json& j) {
   r.lr = j.value("lr", 0.0);
   r.tokens = j.value("tokens", int64_t{0});
   r.step_ms = j.value("step_ms", 0.0);
+  r.turn_wait_ms = j.value("turn_wait_ms", 0.0);
   r.timed = j.value("timed", true);
   for (const auto& p : phase_names()) r.phase_ms[p] = j.value(p + "_ms", 0.0);
   r.loss_scale = j.value("loss_scale", 1.0);

@@ -24,6 +24,7 @@ struct StepRecord {
   double lr = 0;
   int64_t tokens = 0;  // tokens processed by all ranks in this step
   double step_ms = 0;
+  double turn_wait_ms = 0;  // before the step, waiting for the turn (a compare timing pair)
   std::map<std::string, double> phase_ms;  // keys: phase_names()
   bool timed = false;                      // false for warmup steps
   // numerics

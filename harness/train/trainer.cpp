@@ -23,6 +23,7 @@
 #include "harness/train/run_config.h"
 #include "harness/train/stability.h"
 #include "harness/train/step_graph.h"
+#include "harness/train/step_turn.h"
 #include "harness/train/trace.h"
 #include "harness/util/clock.h"
 #include "variants/attention.h"
@@ -76,6 +77,7 @@ struct Trainer::Impl {
   std::unique_ptr<compat::NvtxRange> step_range, phase_range;
   std::unique_ptr<StepGraph> graph;  // [run] cuda_graphs
   std::unique_ptr<ProbeRecorder> probe;  // TrainOptions::probe_from
+  StepTurn turn;  // compare's timing pairs take turns step by step (harness/train/step_turn.h)
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
@@ -496,6 +498,9 @@ TrainOutcome Trainer::run(StepObserver& observer) {
               << "rank " << s.who.rank << ": " << allocator_summary(s.device) << "\n";
     return true;
   };
+  // A single-process timing run of a compare pair takes turns with its peer; a peer that does
+  // not answer within the watchdog's limit (or 10 minutes) is left behind.
+  if (s.who.world_size == 1) s.turn = StepTurn::from_env(std::max(600.0, 2 * s.run.step_timeout_s));
   try {
     run_steps(s, out, observer, timer, last_step);
   } catch (const dist::CommError& e) {
@@ -514,6 +519,11 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     out_of_memory(e, out.failure);
   }
   s.end_ranges();
+  if (!s.turn.ended().empty())  // turns ended before the last step: say why in the run's log
+    std::cerr << "rank 0: the timing run's turns with its peer ended early: " << s.turn.ended()
+              << "\n";
+  s.progress.phase = "turn";
+  s.turn.finish();
   s.progress.phase = "done";
   s.window->finish();
   out.top_ops = s.window->top_ops(25);
@@ -542,7 +552,10 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     timer.move(phase, "comm", s.comm->take_wait());
   };
   for (int64_t step = s.first_step; step <= last_step; ++step) {
+    s.progress.phase = "turn";  // not watched: the peer's step (step_turn.h)
+    const double turn_wait_ms = s.turn.wait();
     StepRecord rec = s.begin_step(step);
+    rec.turn_wait_ms = turn_wait_ms;
     const bool graphed = s.graphed(step);
     timer.start();
     s.sharding->begin_step();
@@ -583,6 +596,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       break;
     }
     s.checkpoint(step);
+    s.turn.pass();
   }
 }
 

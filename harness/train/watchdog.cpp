@@ -35,7 +35,7 @@ void Watchdog::loop() {
   while (!stop_) {
     std::this_thread::sleep_for(milliseconds(100));
     const std::string phase = progress_.phase.load();
-    if (phase == "setup" || phase == "done") continue;
+    if (phase == "setup" || phase == "done" || phase == "turn") continue;  // turn: the peer's step
     const int64_t started = progress_.step_started_ns.load();
     if (started == 0) continue;
     const double elapsed_s =

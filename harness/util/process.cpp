@@ -37,12 +37,13 @@ long available_cores() {
 }
 
 Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label,
-            const std::vector<std::string>& env) {
+            const std::vector<std::string>& env, const std::vector<std::pair<int, int>>& fds) {
   if (log.has_parent_path()) fs::create_directories(log.parent_path());
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  for (const auto& [from, to] : fds) posix_spawn_file_actions_adddup2(&fa, from, to);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);

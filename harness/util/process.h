@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lockstep::util {
@@ -24,9 +25,12 @@ struct Child {
 };
 
 // Starts argv[0] with argv[1..]; output appended to `log`. Throws std::runtime_error on failure.
-// `env` entries ("NAME=value") are added to (or replace) this process's environment.
+// `env` entries ("NAME=value") are added to (or replace) this process's environment. `fds`
+// (from, to): this process's descriptor `from` becomes the child's `to` (e.g. a socket handed over
+// as fd 3); every other descriptor opened close-on-exec stays closed in the child.
 Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& log,
-            const std::string& label = "", const std::vector<std::string>& env = {});
+            const std::string& label = "", const std::vector<std::string>& env = {},
+            const std::vector<std::pair<int, int>>& fds = {});
 
 struct ExitStatus {
   int code = 0;  // exit code, or 128 + signal
