@@ -34,11 +34,15 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
     const size_t i = out.size();
     const auto& t = plan.timing[i];
     if (plan.steps_in_turns() && i + 1 < until) {  // the pair at once, step by step
-      if (log)
+      if (log) {
+        std::string on;
+        for (int c : plan.turn_cpus) on += (on.empty() ? " on CPU " : ",") + std::to_string(c);
         log("timing repeats " + std::to_string(i + 1) + "+" + std::to_string(i + 2) + "/" +
             std::to_string(until) + ": " + t.arm + " and " + plan.timing[i + 1].arm +
-            " taking turns step by step");
-      auto [first, second] = runs::run_children_in_turns(t.job, plan.timing[i + 1].job);
+            " taking turns step by step" + on);
+      }
+      auto [first, second] =
+          runs::run_children_in_turns(t.job, plan.timing[i + 1].job, plan.turn_cpus);
       out.push_back(std::move(first));
       out.push_back(std::move(second));
       if (!out[i].ok() || !out[i + 1].ok()) return false;

@@ -177,6 +177,14 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.interleave_note = "an external trainer takes no turns: the repeats run one after the other";
     else
       p.interleave = "step";
+    // Both runs of a pair on the same CPUs (the first run.threads of those this process may
+    // use): the cores of a VM differ in speed from moment to moment, and a run stays on the core
+    // it started on.
+    const auto threads = static_cast<size_t>(
+        std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
+    const std::vector<int> cpus = util::allowed_cpus();
+    if (p.steps_in_turns() && cpus.size() >= threads)
+      p.turn_cpus.assign(cpus.begin(), cpus.begin() + static_cast<long>(threads));
   }
 
   const fs::path arms = fs::path(req.out_dir) / "arms";

@@ -82,6 +82,7 @@ struct ComparisonPlan {
   // "repeat" (one after the other); interleave_note says why "repeat" where it is.
   std::string interleave = "repeat";
   std::string interleave_note;
+  std::vector<int> turn_cpus;  // "step": the CPUs both runs of every pair are pinned to
   bool steps_in_turns() const { return interleave == "step"; }
 };
 

@@ -103,8 +103,8 @@ RunOutcome run_child(const RunJob& job) {
   return wait_and_read(job);
 }
 
-std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first,
-                                                         const RunJob& second) {
+std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second,
+                                                         const std::vector<int>& cpus) {
   prepare(first);
   prepare(second);
   int sv[2];
@@ -122,6 +122,9 @@ std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first,
     try {
       children[k] = util::spawn(child_argv(*jobs[k]), RunFolder(jobs[k]->dir).log(),
                                 jobs[k]->label, env, {{sv[k], 3}});
+      // posix_spawn returns once the child has exec'd: no thread of it exists yet, so every
+      // thread it starts (LibTorch's pool included) inherits the pin.
+      if (!cpus.empty()) util::pin_to_cpus(children[k]->pid, cpus);
     } catch (const std::exception& e) {
       failed[k] = e.what();
     }

@@ -62,8 +62,11 @@ RunOutcome run_child(const RunJob& job);
 
 // Runs two jobs at the same time, taking turns step by step (harness/train/step_turn.h): each
 // gets one end of a socket pair as its fd 3 (LOCKSTEP_TURN_FD=3) and `first` has the first turn.
+// With `cpus`, both are pinned to those same CPUs as they start (before any thread of theirs
+// exists): never running at once, they then share one core's speed as well as its moment.
 // The outcomes in (first, second) order. Without a socket pair: one after the other.
-std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second);
+std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second,
+                                                         const std::vector<int>& cpus = {});
 
 // Runs the jobs with at most `parallel` at once; the outcomes in job order. `slot_env[w]` (when
 // given, one per slot: parallel = its size) is added to the environment of every run slot w

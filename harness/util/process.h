@@ -17,6 +17,10 @@ std::string self_exe();
 // The cores this process may run on: its CPU affinity mask (taskset, cgroup cpusets), else the
 // online cores; at least 1.
 long available_cores();
+// The CPUs this process may run on (sched_getaffinity), ascending; empty if it cannot tell.
+std::vector<int> allowed_cpus();
+// Restricts a process (all threads it starts from now on) to `cpus`; false if the kernel refuses.
+bool pin_to_cpus(pid_t pid, const std::vector<int>& cpus);
 
 // A child process whose stdout and stderr go to a log file.
 struct Child {
