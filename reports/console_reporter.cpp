@@ -136,7 +136,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
     << (a.explanation.empty() ? "" : ": " + a.explanation) << "\n";
 
   o << "\nPerformance (" << text::timing_summary(r)
-    << (r.timed ? "; medians, " + r.policy.ci_percent() + " bootstrap CI, Mann-Whitney p)\n"
+    << (r.timed ? "; " + text::timing_methods(r) + ")\n"
                 : std::string(")\n"));
   if (!text::sequential_summary(r).empty()) o << "  " << text::sequential_summary(r) << "\n";
   const auto& b = r.baseline;

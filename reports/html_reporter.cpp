@@ -154,9 +154,8 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   }
   o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
     << (r.timed ? "Medians over " + std::to_string(r.repeats) +
-                      " interleaved repeats per arm; " + r.policy.ci_percent() +
-                      " bootstrap confidence intervals; two-sided Mann-Whitney U p-values. Bold "
-                      "deltas are significant." +
+                      " interleaved repeats per arm (" + html_escape(text::timing_methods(r)) +
+                      "; two-sided p-values). Bold deltas are significant." +
                       text::sentence(html_escape(text::sequential_summary(r)))
                 : html_escape(text::timing_summary(r)) + ".")
     << "</p>\n"

@@ -145,8 +145,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
                 human_bytes(static_cast<double>(v.peak_memory_bytes)),
                 r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a"});
   } else {
-    o << "\n**Performance** (medians, " << r.policy.ci_percent()
-      << " bootstrap CI, Mann-Whitney p; bold = significant)"
+    o << "\n**Performance** (" << text::timing_methods(r) << "; bold = significant)"
       << text::sentence(markdown_escape(text::sequential_summary(r))) << "\n\n"
       << markdown_row(
              {"Metric", "Baseline", "Variant", "Δ", r.policy.ci_percent() + " CI", "p", ""})

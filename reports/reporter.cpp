@@ -80,6 +80,13 @@ std::string text::timing_summary(const compare::CompareResult& r) {
   return "not timed (the loss does not align)";
 }
 
+std::string text::timing_methods(const compare::CompareResult& r) {
+  const std::string rest = r.policy.ci_percent() + " bootstrap CI, Mann-Whitney p";
+  if (r.interleave != "step") return "medians, " + rest;
+  return "medians; tokens/s: paired t over the pairs' log ratios, " + r.policy.ci_percent() +
+         " CI; the rest: " + rest;
+}
+
 std::string text::probe_summary(const compare::Alignment& a) {
   const auto& p = a.probe;
   if (!p.run) return p.note.empty() ? "" : "function probe " + p.note;

@@ -44,6 +44,9 @@ std::string timing_summary(const compare::CompareResult& r);
 // probes): largest ratio 1.38 (activation[1] at step 120), bound 2.5: inside"; its note when it
 // did not run; "" when not planned.
 std::string probe_summary(const compare::Alignment& a);
+// The tests behind the performance table: "medians, 95% bootstrap CI, Mann-Whitney p", and for
+// pairs that took turns "tokens/s: paired t over the pairs' log ratios; ..." first.
+std::string timing_methods(const compare::CompareResult& r);
 // repeats = "auto": where the sequence stopped and why, and each look's level; "" otherwise.
 std::string sequential_summary(const compare::CompareResult& r);
 // " " + s + "." for a non-empty s (a sentence after another), "" for an empty one.

@@ -351,6 +351,28 @@ TEST(Reports, NameTheTailStatisticShowBothMfusAndThePower) {
             std::string::npos);
 }
 
+// Every human format names the test behind the tokens/s row: a paired t when the arms took turns
+// step by step, the bootstrap and Mann-Whitney otherwise.
+TEST(Reports, NameTheTestOfTheTokensRow) {
+  auto r = testing::make_compare_result();
+  for (const std::string mode : {"step", "repeat"}) {
+    r.interleave = mode;
+    const bool paired = mode == "step";
+    const std::string paired_t = "tokens/s: paired t over the pairs' log ratios, 95% CI";
+    for (const auto& [out, named] :
+         {std::pair{ConsoleReporter().render(r), paired_t},
+          std::pair{MarkdownReporter().render(r), paired_t},
+          std::pair{HtmlReporter().render(r), html_escape(paired_t)}}) {
+      EXPECT_EQ(out.find(named) != std::string::npos, paired)
+          << mode << "\n" << out;
+      EXPECT_NE(out.find(paired ? "the rest: 95% bootstrap CI, Mann-Whitney p"
+                                : "medians, 95% bootstrap CI, Mann-Whitney p"),
+                std::string::npos)
+          << mode << "\n" << out;
+    }
+  }
+}
+
 // A comparison whose timing never ran (the loss did not align): no made-up zeros anywhere.
 TEST(JsonReport, AnUntimedComparisonHasNullSpeedAndNoTimingChecks) {
   compare::CompareResult r;
