@@ -1,292 +1,381 @@
 #!/usr/bin/env bash
-# The GPU check (issue 17): one prepared script for a machine with one NVIDIA GPU, <= 8 minutes.
+# The GPU check (issues 17, 36): two calls on a machine with one NVIDIA GPU, each within 5 minutes,
+# the second right after the first (a lent machine cools 30 s after a call; the build folder
+# stays on it between the two):
 #
-#   1. builds `lockstep` and the in-process CUDA tests against the machine's PyTorch LibTorch
-#      (LOCKSTEP_TORCH_DIR, else python3 -c 'import torch;print(torch.utils.cmake_prefix_path)'),
-#      and on a CUDA LibTorch the CUDA example plugin examples/plugins/fused_cuda (nvcc, against
-#      the installed plugin SDK)
-#   2. runs the test suite's CUDA-labelled tests (ctest -L cuda; with the plugin's kernels against
-#      LibTorch's ops)
-#   3. gpt2-124m on the GPU: fp32 vs tf32, bf16 vs bf16 + fused attention, bf16 vs bf16 + fused
-#      AdamW, bf16 vs bf16 + CUDA graphs (four `lockstep compare`), fp16 with dynamic loss scaling and a 1-rank NCCL group
-#      (two `lockstep run`), a determinism check (two runs, loss curves bitwise equal), and last,
-#      so it never displaces those, bf16 vs bf16 + the fused_cuda plugin's kernels (a fifth compare)
-#   4. prints tokens/s, MFU, P99, the SDPA backend and each verdict, and writes them as one
-#      Markdown block ready for bench/RESULTS.md: OUT_DIR/gpu-check.md (also on stdout)
+#   bench/gpu-check.sh build      preflight (printed first; stops with one line on a mismatch), the
+#                                 kit unpacked into a private prefix (bench/gpu-kit.sh made it on a
+#                                 Debian machine; it travels as .gpu-kit/), the build against the
+#                                 machine's PyTorch LibTorch, the CUDA example plugin, and the
+#                                 CUDA-labelled tests (ctest -L cuda)
+#   bench/gpu-check.sh measure    gpt2-124m on the GPU, in this order: bf16 vs bf16 + fused attention
+#                                 (with its function probe), bf16 vs bf16 + CUDA graphs, fp16 with
+#                                 dynamic loss scaling, bf16 vs bf16 + fused AdamW, bf16 vs bf16 +
+#                                 the fused_cuda plugin, a 1-rank NCCL group, fp32 vs tf32; then a
+#                                 determinism check (two runs, loss curves bitwise equal) if time is
+#                                 left. Each item has its own deadline and leaves no process behind.
+#   bench/gpu-check.sh preflight  the preflight alone
+#   bench/gpu-check.sh --rehearse the same sequence on a CPU machine with the tiny preset, against
+#                                 the build in LOCKSTEP_GPU_BUILD_DIR (default ./build): same
+#                                 commands, same parsing, same Markdown (the GPU-only knobs become
+#                                 their CPU neighbours: no CUDA graphs, bf16 for fp16, gloo for
+#                                 nccl; the plugin is skipped). A test runs it on every commit.
 #
-# Without a CUDA device it does 1 and 2 (the CUDA tests skip) and says "no CUDA device: skipping
-# the GPU runs" (exit 0). The runs are sized for the budget: 30-step loss checks, REPEATS timing
-# repeats of 10 steps per arm; a run is not started once LOCKSTEP_GPU_CHECK_BUDGET_S seconds have
-# passed, and none may run past LOCKSTEP_GPU_CHECK_DEADLINE_S (it is killed: the report says which
-# were skipped or cut). With 3 repeats a timing verdict is indicative only (the gate wants 5); the
-# loss checks and the determinism check are the same as always.
+# Results, partial ones too, are written as they come: OUT_DIR/gpu-check.md (a Markdown block for
+# bench/RESULTS.md, also printed on stdout at the end) and OUT_DIR/gpu-check.json.
 #
-# usage: bench/gpu-check.sh [OUT_DIR]     (default: BUILD_DIR/gpu-check)
+# usage: bench/gpu-check.sh build|measure|preflight [--rehearse] [OUT_DIR]
+#        bench/gpu-check.sh --rehearse [OUT_DIR]
 # Environment:
 #   LOCKSTEP_TORCH_DIR          a LibTorch (its CMake prefix); default: python3's torch
-#   LOCKSTEP_GPU_BUILD_DIR      build folder (default ./build-gpu)
+#   LOCKSTEP_GPU_BUILD_DIR      build folder (default ./build-gpu; ./build when rehearsing)
+#   LOCKSTEP_GPU_KIT            the kit's folder (default ./.gpu-kit)
 #   LOCKSTEP_NCCL_INCLUDE_DIR   a folder with nccl.h (default: the CUDA toolkit's, or pip's wheel)
-#   LOCKSTEP_DEPS_PREFIX        extra CMAKE_PREFIX_PATH (TOML++, CLI11, nlohmann-json, SQLite,
-#                               Eigen, GoogleTest) where the system has no Debian packages
-#   LOCKSTEP_GPU_CHECK_BUDGET_S start no GPU run after this many seconds (default 390)
-#   LOCKSTEP_GPU_CHECK_DEADLINE_S kill a GPU run still going at this many seconds (default 465)
+#   LOCKSTEP_GPU_BUILD_TARGETS  build these targets only ("none": configure only)
+#   LOCKSTEP_GPU_MEASURE_S      the measure call's budget in seconds (default 290)
 #   LOCKSTEP_GPU_CHECK_REPEATS  timing repeats per arm (default 3)
-# Exit: 0 checked (a timing verdict that fails is reported, not fatal); 1 a CUDA test failed, a
-# loss check failed, a run crashed or the determinism check failed; 2 the build failed.
+#   CUDA_VISIBLE_DEVICES        default 0: one GPU, named
+# Exit: 0 checked (a gate verdict that fails is a result, reported); 1 a CUDA test failed, a run
+# crashed or was cut at its deadline, or the determinism check failed; 2 the build failed;
+# 3 the preflight found a mismatch (a missing tool, CUDA versions that differ).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build-gpu}
-OUT=${1:-$BUILD/gpu-check}
-BUDGET_S=${LOCKSTEP_GPU_CHECK_BUDGET_S:-390}
-DEADLINE_S=${LOCKSTEP_GPU_CHECK_DEADLINE_S:-465}
-REPEATS=${LOCKSTEP_GPU_CHECK_REPEATS:-3}
-STEPS=30
 say() { printf 'gpu-check: %s\n' "$*" >&2; }
-status=0
 
-# --- 1. build -------------------------------------------------------------------------------------
-torch_dir=${LOCKSTEP_TORCH_DIR:-}
-if [ -z "$torch_dir" ] && command -v python3 >/dev/null; then
-  torch_dir=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+cmd=""
+rehearse=0
+out_arg=""
+for a in "$@"; do
+  case $a in
+    build | measure | preflight) cmd=$a ;;
+    --rehearse) rehearse=1 ;;
+    -h | --help) sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    *) out_arg=$a ;;
+  esac
+done
+[ -z "$cmd" ] && [ $rehearse -eq 1 ] && cmd=all
+[ -z "$cmd" ] && { say "usage: bench/gpu-check.sh build|measure|preflight [--rehearse] [OUT_DIR]"; exit 3; }
+
+if [ $rehearse -eq 1 ]; then
+  BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build}
+else
+  BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build-gpu}
 fi
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_SANITIZED_TESTS=OFF)
-if [ -n "$torch_dir" ]; then
-  say "LibTorch: $torch_dir"
-  cmake_args+=("-DLOCKSTEP_TORCH_DIR=$torch_dir")
-  # pip's CUDA LibTorch ships no nccl.h; its nvidia-nccl wheel does.
-  nccl_inc=${LOCKSTEP_NCCL_INCLUDE_DIR:-}
-  if [ -z "$nccl_inc" ]; then
+OUT=${out_arg:-$BUILD/gpu-check}
+KIT=${LOCKSTEP_GPU_KIT:-$ROOT/.gpu-kit}
+MEASURE_S=${LOCKSTEP_GPU_MEASURE_S:-290}
+REPEATS=${LOCKSTEP_GPU_CHECK_REPEATS:-3}
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+
+# --- preflight ------------------------------------------------------------------------------------
+torch_dir=${LOCKSTEP_TORCH_DIR:-}
+torch_cuda=""
+preflight() {
+  local bad=()
+  if [ $rehearse -eq 1 ]; then
+    say "preflight: rehearsal on the CPU: the build in $BUILD, the tiny preset"
+    [ -x "$BUILD/lockstep" ] || bad+=("no $BUILD/lockstep: build first (./lockstep build)")
+    command -v python3 >/dev/null || bad+=("python3 (renders the Markdown)")
+  else
+    if command -v nvidia-smi >/dev/null; then
+      say "preflight: GPU: $(nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 | head -n 1)"
+    else
+      say "preflight: no nvidia-smi"
+    fi
+    local py
+    py=$(python3 -c 'import torch, sys; print(torch.__version__, torch.version.cuda, torch._C._GLIBCXX_USE_CXX11_ABI, torch.utils.cmake_prefix_path, torch.cuda.is_available(), sep="|")' 2>/dev/null || true)
+    if [ -n "$py" ]; then
+      IFS='|' read -r tv torch_cuda abi tdir avail <<< "$py"
+      say "preflight: PyTorch $tv (CUDA $torch_cuda, _GLIBCXX_USE_CXX11_ABI=$abi, cuda available: $avail)"
+      [ -z "$torch_dir" ] && torch_dir=$tdir
+    else
+      say "preflight: python3 has no torch"
+    fi
+    [ -n "$torch_dir" ] || bad+=("a LibTorch (python3 -c 'import torch' or LOCKSTEP_TORCH_DIR)")
+    local nvcc
+    nvcc=$(command -v nvcc || true)
+    [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] && nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+    if [ -n "$nvcc" ]; then
+      local nv
+      nv=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p')
+      say "preflight: nvcc $nv ($nvcc)"
+      export CUDACXX=${CUDACXX:-$nvcc}
+      if [ -n "$torch_cuda" ] && [ "$torch_cuda" != None ] && [ "${nv%%.*}" != "${torch_cuda%%.*}" ]; then
+        bad+=("the CUDA toolkit (nvcc $nv) and PyTorch's CUDA ($torch_cuda) differ in major version")
+      fi
+    else
+      say "preflight: no nvcc"
+      [ -n "$torch_cuda" ] && [ "$torch_cuda" != None ] && bad+=("nvcc (a CUDA LibTorch's CMake needs the toolkit)")
+    fi
+    command -v cmake >/dev/null && say "preflight: $(cmake --version | head -n 1)" || bad+=("cmake")
+    command -v ninja >/dev/null && say "preflight: ninja $(ninja --version)" || say "preflight: no ninja (make)"
+    command -v c++ >/dev/null && say "preflight: $(c++ --version | head -n 1)" || bad+=("a C++ compiler (c++)")
+    say "preflight: $(ldd --version 2>&1 | head -n 1); $(nproc) cores"
+    if [ -n "$torch_dir" ]; then
+      local inc=$torch_dir/../../include
+      [ -d "$inc/gloo" ] && say "preflight: LibTorch ships Gloo's headers" ||
+        say "preflight: LibTorch has no Gloo headers (the kit's are used)"
+    fi
+    if ls "$KIT"/*.deb >/dev/null 2>&1; then
+      say "preflight: kit: $(find "$KIT" -name '*.deb' | wc -l) packages, $(du -sk "$KIT" | awk '{print $1}') KiB"
+    elif ! command -v dpkg-query >/dev/null; then
+      bad+=("the kit ($KIT): run bench/gpu-kit.sh on a Debian machine and carry .gpu-kit")
+    else
+      say "preflight: no kit: using this Debian system's packages"
+    fi
+  fi
+  if [ ${#bad[@]} -gt 0 ]; then
+    local b
+    for b in "${bad[@]}"; do echo "gpu-check: preflight: missing or mismatched: $b" >&2; done
+    return 3
+  fi
+  say "preflight: ok"
+}
+
+# --- the kit: dpkg -x into a private prefix (ar + tar where there is no dpkg) ---------------------
+unpack_kit() {
+  local dest=$BUILD/kit-root deb
+  [ -f "$dest/.complete" ] && { echo "$dest"; return 0; }
+  rm -rf "$dest" && mkdir -p "$dest"
+  for deb in "$KIT"/*.deb; do
+    case $(basename "$deb") in libgloo-dev_*) continue ;; esac  # only where LibTorch has none
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$dest" || return 1
+    else
+      python3 - "$deb" "$dest" <<'PY' || return 1
+import sys, tarfile, io
+deb, dest = sys.argv[1], sys.argv[2]
+data = open(deb, "rb").read()
+assert data[:8] == b"!<arch>\n", deb
+pos = 8
+while pos < len(data):
+    name = data[pos:pos + 16].decode().strip().rstrip("/")
+    size = int(data[pos + 48:pos + 58])
+    body = data[pos + 60:pos + 60 + size]
+    if name.startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(body)).extractall(dest)
+    pos += 60 + size + (size & 1)
+PY
+    fi
+  done
+  touch "$dest/.complete"
+  echo "$dest"
+}
+
+# --- build ----------------------------------------------------------------------------------------
+cuda_plugin=""
+build() {
+  local args=(-DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_SANITIZED_TESTS=OFF)
+  [ -n "$torch_dir" ] && args+=("-DLOCKSTEP_TORCH_DIR=$torch_dir")
+  local nccl_inc=${LOCKSTEP_NCCL_INCLUDE_DIR:-}
+  if [ -z "$nccl_inc" ] && [ -n "$torch_dir" ]; then
+    # pip's CUDA LibTorch ships no nccl.h; its nvidia-nccl wheel does.
+    local site header
     site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null || true)
     if [ -n "$site" ] && [ -d "$site/nvidia" ]; then
       header=$(find "$site/nvidia" -name nccl.h -print -quit 2>/dev/null)
       [ -n "$header" ] && nccl_inc=$(dirname "$header")
     fi
   fi
-  [ -n "$nccl_inc" ] && cmake_args+=("-DLOCKSTEP_NCCL_INCLUDE_DIR=$nccl_inc")
-  nvcc=$(command -v nvcc || true)
-  [ -z "$nvcc" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] && nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-  [ -n "$nvcc" ] && cmake_args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$nvcc")")")
-  # The CUDA plugin's own CMake project finds nvcc through CUDACXX.
-  [ -n "$nvcc" ] && [ -z "${CUDACXX:-}" ] && export CUDACXX=$nvcc
-else
-  say "no PyTorch found (python3 -c 'import torch'): building with the system LibTorch"
-fi
-[ -n "${LOCKSTEP_DEPS_PREFIX:-}" ] && cmake_args+=("-DCMAKE_PREFIX_PATH=$LOCKSTEP_DEPS_PREFIX")
-command -v ninja >/dev/null && cmake_args+=(-G Ninja)
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S "$ROOT" -B "$BUILD" "${cmake_args[@]}" >&2 || { say "cmake could not configure the build"; exit 2; }
-fi
-targets=(lockstep cuda_path_tests)
-# A CUDA LibTorch: the CUDA example plugin (its kernel tests are in the build's test list).
-cuda_plugin=""
-if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
-  targets+=(fused_cuda_tests)
-  cuda_plugin=$BUILD/examples/plugins/fused_cuda/libfused_cuda.so
-fi
-plugin_pid=""
-if [ -n "$cuda_plugin" ]; then
-  # Out of tree against the SDK, which the configured build installs (no lockstep binary needed):
-  # alongside the main build (nvcc is mostly one process), for this GPU's architecture only.
-  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 || true)
-  plugin_env=()
-  [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] &&
-    plugin_env=("TORCH_CUDA_ARCH_LIST=$arch")
-  env "${plugin_env[@]}" "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda \
-    > "$BUILD/gpu-check-plugin.log" 2>&1 &
-  plugin_pid=$!
-else
-  say "LibTorch without CUDA: the fused_cuda plugin is not built"
-fi
-if ! cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2; then
-  [ -n "$plugin_pid" ] && kill "$plugin_pid" 2>/dev/null
-  say "build failed"
-  exit 2
-fi
-if [ -n "$plugin_pid" ] && ! wait "$plugin_pid"; then
-  cat "$BUILD/gpu-check-plugin.log" >&2
-  say "the fused_cuda plugin did not build"
-  exit 2
-fi
-build_s=$SECONDS
-say "built in ${build_s} s"
+  [ -n "$nccl_inc" ] && args+=("-DLOCKSTEP_NCCL_INCLUDE_DIR=$nccl_inc")
+  [ -n "${CUDACXX:-}" ] && args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$CUDACXX")")")
+  if ls "$KIT"/*.deb >/dev/null 2>&1; then
+    local kit lib
+    kit=$(unpack_kit) || { say "could not unpack the kit $KIT"; return 2; }
+    lib=$kit/usr/lib/x86_64-linux-gnu
+    args+=("-DCMAKE_PREFIX_PATH=$kit/usr" "-DLOCKSTEP_GTEST_SOURCE_DIR=$kit/usr/src/googletest"
+      "-DLOCKSTEP_EXTRA_INCLUDE_DIR=$kit/usr/include"
+      "-DSQLite3_INCLUDE_DIR=$kit/usr/include" "-DSQLite3_LIBRARY=$lib/libsqlite3.so"
+      "-DOPENSSL_ROOT_DIR=$kit/usr" "-DOPENSSL_INCLUDE_DIR=$kit/usr/include"
+      "-DOPENSSL_CRYPTO_LIBRARY=$lib/libcrypto.so")
+    say "kit unpacked in $kit"
+  fi
+  # 16 cores: one file a job beats unity batches.
+  [ "$(nproc)" -ge 8 ] && args+=(-DLOCKSTEP_UNITY_BUILD=OFF)
+  command -v ninja >/dev/null && args+=(-G Ninja)
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$BUILD" "${args[@]}" >&2 || { say "cmake could not configure the build"; return 2; }
+  fi
+  # LOCKSTEP_GPU_BUILD_TARGETS: other targets (build-system names or object files), "none" to
+  # configure only.
+  local targets=(lockstep cuda_path_tests)
+  if [ -n "${LOCKSTEP_GPU_BUILD_TARGETS:-}" ]; then
+    [ "$LOCKSTEP_GPU_BUILD_TARGETS" = none ] && { say "configured"; return 0; }
+    read -r -a targets <<< "$LOCKSTEP_GPU_BUILD_TARGETS"
+    cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2 || { say "build failed"; return 2; }
+    return 0
+  fi
+  if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
+    targets+=(fused_cuda_tests)
+  fi
+  cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2 || { say "build failed"; return 2; }
+  if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
+    # Out of tree against the installed plugin SDK, for this GPU's architecture only.
+    local arch
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 || true)
+    [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$arch}
+    if ! "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda > "$BUILD/gpu-check-plugin.log" 2>&1; then
+      tail -n 30 "$BUILD/gpu-check-plugin.log" >&2
+      say "the fused_cuda plugin did not build"
+      return 2
+    fi
+  fi
+  say "built in ${SECONDS} s"
+}
 
-# --- 2. the CUDA-labelled tests -------------------------------------------------------------------
-if (cd "$BUILD" && ctest -L cuda --output-on-failure 2>&1 | tee "$BUILD/gpu-check-ctest.log" >&2); then
-  tests="passed"
-  grep -q "(Skipped)" "$BUILD/gpu-check-ctest.log" && tests="skipped (no CUDA device)"
-else
-  tests="FAILED"
-  status=1
-fi
-say "CUDA-labelled tests: $tests"
-
-if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
-  echo "no CUDA device: skipping the GPU runs"
-  exit "$status"
-fi
-
-# --- 3. the GPU runs ------------------------------------------------------------------------------
-rm -rf "$OUT" && mkdir -p "$OUT"
-LS=$BUILD/lockstep
-on_gpu=(run.device=cuda model.preset=gpt2-124m)
-policy=$OUT/policy.toml
-printf '[gate]\nrepeats = %s\ntiming_steps = 10\nseeds = 1\n' "$REPEATS" > "$policy"
-skipped=()
-
-in_budget() {
-  if [ "$SECONDS" -ge "$BUDGET_S" ]; then
-    skipped+=("$1")
-    say "over the ${BUDGET_S} s budget: skipping $1"
+cuda_tests() {
+  if (cd "$BUILD" && timeout --kill-after=5 240 ctest -L cuda --output-on-failure 2>&1 | tee "$BUILD/gpu-check-ctest.log" >&2); then
+    say "CUDA-labelled tests: passed$(grep -q '(Skipped)' "$BUILD/gpu-check-ctest.log" && echo ' (some skipped: no CUDA device)')"
+    echo passed > "$BUILD/gpu-check-tests"
+  else
+    say "CUDA-labelled tests: FAILED"
+    echo FAILED > "$BUILD/gpu-check-tests"
     return 1
   fi
 }
-# The seconds a run may take: up to the deadline.
-left() { echo $((DEADLINE_S - SECONDS)); }
-# After a run: exit 124/137 is the deadline's kill.
-cut_short() {
-  case $2 in 124 | 137) skipped+=("$1 (cut at the deadline)") ;; esac
+
+# --- measure --------------------------------------------------------------------------------------
+status=0
+# Each item: name, its deadline in seconds, the command. Results append to $OUT/items.tsv as they
+# come (name, kind, exit code, seconds, note) and the report is rendered again after each.
+LS=""
+dev=()
+policy=""
+started=0
+left() { echo $((MEASURE_S - (SECONDS - started))); }
+
+record() {  # NAME KIND CODE SECONDS NOTE
+  printf '%s\t%s\t%s\t%s\t%s\n' "$@" >> "$OUT/items.tsv"
+  render > /dev/null
 }
 
-# compare NAME BASELINE VARIANT [--set-variant k=v]...
-compare() {
-  local name=$1 base=$2 var=$3
+# item NAME KIND CAP_S CMD...: runs CMD in its own process group under a deadline of
+# min(CAP_S, what is left); kills the whole group at the deadline.
+item() {
+  local name=$1 kind=$2 cap=$3
   shift 3
-  in_budget "$name" || return 0
-  local sets=() kv
-  for kv in "${on_gpu[@]}"; do sets+=(--set-baseline "$kv" --set-variant "$kv"); done
-  say "compare $name"
-  timeout --kill-after=5 "$(left)" "$LS" compare "$ROOT/$base" "$ROOT/$var" --steps "$STEPS" \
-    --policy "$policy" --out "$OUT/$name" --no-history "${sets[@]}" "$@" > "$OUT/$name.log" 2>&1
-  local code=$?
-  say "compare $name: exit $code"
-  cut_short "$name" "$code"
-  case $code in 0 | 1) ;; *) status=1 ;; esac
+  local budget
+  budget=$(left)
+  [ "$budget" -gt "$cap" ] && budget=$cap
+  if [ "$budget" -lt 10 ]; then
+    say "$name: not run (the measure budget is spent)"
+    record "$name" "$kind" skipped 0 "not run: the ${MEASURE_S} s budget was spent"
+    return 0
+  fi
+  say "$name (deadline ${budget} s)"
+  local t0=$SECONDS code
+  # timeout signals its whole process group: the child runs too (and die with their parent).
+  timeout --kill-after=5 "$budget" "$@" > "$OUT/$name.log" 2>&1
+  code=$?
+  local took=$((SECONDS - t0)) note=""
+  case $code in
+    0) ;;
+    1) [ "$kind" = compare ] && note="the gate failed (a result)" || status=1 ;;
+    124 | 137) note="cut at its ${budget} s deadline"; status=1 ;;
+    *) note="exit $code: $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-160)"; status=1 ;;
+  esac
+  say "$name: exit $code in ${took} s${note:+ ($note)}"
+  record "$name" "$kind" "$code" "$took" "$note"
 }
 
-# run NAME CONFIG [--set k=v]...
-run() {
-  local name=$1 cfg=$2
-  shift 2
-  in_budget "$name" || return 0
+compare() {  # NAME CAP BASELINE VARIANT [--set-variant k=v]...
+  local name=$1 cap=$2 base=$3 var=$4
+  shift 4
   local sets=() kv
-  for kv in "${on_gpu[@]}"; do sets+=(--set "$kv"); done
-  say "run $name"
-  timeout --kill-after=5 "$(left)" "$LS" run "$ROOT/$cfg" --steps "$STEPS" --out "$OUT/$name" \
-    --no-history --quiet "${sets[@]}" "$@" > "$OUT/$name.log" 2>&1
-  local code=$?
-  say "run $name: exit $code"
-  cut_short "$name" "$code"
-  [ $code -eq 0 ] || status=1
+  for kv in "${dev[@]}"; do sets+=(--set-baseline "$kv" --set-variant "$kv"); done
+  item "$name" compare "$cap" "$LS" compare "$ROOT/$base" "$ROOT/$var" --steps "$STEPS" \
+    --policy "$policy" --out "$OUT/$name" --no-history --force "${sets[@]}" "$@"
 }
 
-compare fp32_vs_tf32 configs/baseline.toml configs/variants/tf32.toml
-compare bf16_vs_fused_attention configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml
-compare bf16_vs_fused_adamw configs/variants/bf16.toml configs/variants/bf16_fused_adamw.toml
-compare bf16_vs_cuda_graphs configs/variants/bf16.toml configs/variants/bf16.toml \
-  --set-variant run.cuda_graphs=true --set-variant run.name=bf16_cuda_graphs
-run fp16_loss_scaling configs/variants/fp16.toml
-run nccl_1rank configs/variants/bf16.toml --set parallel.backend=nccl
-run determinism_a configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_a.loss"
-run determinism_b configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_b.loss"
-determinism="not run"
-if [ -f "$OUT/determinism_a.loss" ] && [ -f "$OUT/determinism_b.loss" ]; then
-  if cmp -s "$OUT/determinism_a.loss" "$OUT/determinism_b.loss"; then
-    determinism="bitwise equal ($(wc -l < "$OUT/determinism_a.loss") steps, bf16 + fused attention)"
+run() {  # NAME CAP CONFIG [--set k=v]...
+  local name=$1 cap=$2 cfg=$3
+  shift 3
+  local sets=() kv
+  for kv in "${dev[@]}"; do sets+=(--set "$kv"); done
+  item "$name" run "$cap" "$LS" run "$ROOT/$cfg" --steps "$STEPS" --out "$OUT/$name" \
+    --no-history --quiet "${sets[@]}" "$@"
+}
+
+measure() {
+  rm -rf "$OUT" && mkdir -p "$OUT"
+  : > "$OUT/items.tsv"
+  LS=$BUILD/lockstep
+  [ -x "$LS" ] || { say "no $LS: run 'bench/gpu-check.sh build' first"; return 2; }
+  started=$SECONDS
+  if [ $rehearse -eq 1 ]; then
+    dev=(run.device=cpu model.preset=tiny)
+    STEPS=${LOCKSTEP_GPU_CHECK_STEPS:-20}
   else
-    determinism="DIFFERENT: $(diff "$OUT/determinism_a.loss" "$OUT/determinism_b.loss" | head -n 2 | tr '\n' ' ')"
+    dev=(run.device=cuda model.preset=gpt2-124m)
+    STEPS=${LOCKSTEP_GPU_CHECK_STEPS:-30}
+  fi
+  policy=$OUT/policy.toml
+  printf '[gate]\nrepeats = %s\ntiming_steps = 10\nseeds = 1\n' "$REPEATS" > "$policy"
+  local graphs=(--set-variant run.cuda_graphs=true) fp16=configs/variants/fp16.toml nccl=nccl adamw=()
+  if [ $rehearse -eq 1 ]; then
+    graphs=() fp16=configs/variants/bf16.toml nccl=gloo adamw=(--set-variant optim.impl=adamw)
+  fi
+  compare bf16_vs_fused_attention 150 configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml
+  compare bf16_vs_cuda_graphs 60 configs/variants/bf16.toml configs/variants/bf16.toml \
+    "${graphs[@]}" --set-variant run.name=bf16_cuda_graphs
+  run fp16_loss_scaling 30 "$fp16"
+  compare bf16_vs_fused_adamw 60 configs/variants/bf16.toml configs/variants/bf16_fused_adamw.toml \
+    "${adamw[@]}"
+  local plugin=$BUILD/examples/plugins/fused_cuda/libfused_cuda.so
+  if [ $rehearse -eq 0 ] && [ -f "$plugin" ]; then
+    compare bf16_vs_fused_cuda 60 configs/variants/bf16.toml configs/variants/fused_cuda.toml \
+      --set-variant "plugins.load=[\"$plugin\"]"
+  else
+    record bf16_vs_fused_cuda compare skipped 0 "not run: no CUDA plugin built"
+  fi
+  run nccl_1rank 30 configs/variants/bf16.toml --set parallel.backend=$nccl
+  compare fp32_vs_tf32 60 configs/baseline.toml configs/variants/tf32.toml
+  run determinism_a 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_a.loss"
+  run determinism_b 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_b.loss"
+  if [ -f "$OUT/determinism_a.loss" ] && [ -f "$OUT/determinism_b.loss" ]; then
+    if cmp -s "$OUT/determinism_a.loss" "$OUT/determinism_b.loss"; then
+      record determinism check 0 0 "bitwise equal ($(wc -l < "$OUT/determinism_a.loss") steps, bf16 + fused attention)"
+    else
+      record determinism check 1 0 "DIFFERENT: $(diff "$OUT/determinism_a.loss" "$OUT/determinism_b.loss" | sed -n 2p)"
+      status=1
+    fi
+  fi
+  # Nothing of ours may outlive the call (the children die with their parents; this is the check).
+  if pgrep -f "$LS " >/dev/null 2>&1; then
+    say "processes left behind: $(pgrep -af "$LS " | head -n 3 | tr '\n' ';')"
     status=1
   fi
-fi
-if [ -n "$cuda_plugin" ]; then
-  compare bf16_vs_fused_cuda configs/variants/bf16.toml configs/variants/fused_cuda.toml \
-    --set-variant "plugins.load=[\"$cuda_plugin\"]"
-else
-  skipped+=("bf16_vs_fused_cuda (no CUDA plugin built)")
-fi
+  render
+}
 
-# --- 4. the Markdown block ------------------------------------------------------------------------
-GPU_CHECK_OUT=$OUT GPU_CHECK_TESTS=$tests GPU_CHECK_DETERMINISM=$determinism \
-GPU_CHECK_SKIPPED="${skipped[*]}" GPU_CHECK_BUILD_S=$build_s GPU_CHECK_WALL_S=$SECONDS \
-GPU_CHECK_REPEATS=$REPEATS GPU_CHECK_STEPS=$STEPS python3 - > "$OUT/gpu-check.md" <<'PY'
-import json, os, datetime
-out = os.environ["GPU_CHECK_OUT"]
+render() {
+  GPU_CHECK_OUT=$OUT GPU_CHECK_TESTS=$(cat "$BUILD/gpu-check-tests" 2>/dev/null || echo "not run") \
+  GPU_CHECK_WALL_S=$((SECONDS - started)) GPU_CHECK_REPEATS=$REPEATS GPU_CHECK_STEPS=$STEPS \
+  GPU_CHECK_REHEARSE=$rehearse GPU_CHECK_BUILD_S=$(cat "$BUILD/gpu-check-build-s" 2>/dev/null || echo "?") \
+  python3 "$ROOT/bench/gpu_check_report.py"
+}
 
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-def num(x, fmt):
-    return fmt.format(x) if isinstance(x, (int, float)) else "-"
-
-def mfu(x):
-    return num(x * 100 if isinstance(x, (int, float)) else x, "{:.1f}%") if x != "unknown" else "unknown"
-
-env = {}
-rows = []
-for name, label in [("fp32_vs_tf32", "fp32 vs tf32"),
-                    ("bf16_vs_fused_attention", "bf16 vs bf16 + fused attention"),
-                    ("bf16_vs_fused_adamw", "bf16 vs bf16 + fused AdamW"),
-                    ("bf16_vs_cuda_graphs", "bf16 vs bf16 + CUDA graphs"),
-                    ("bf16_vs_fused_cuda", "bf16 vs bf16 + fused_cuda plugin (bias+GELU, LayerNorm)")]:
-    r = load(os.path.join(out, name, "report.json"))
-    if r is None:
-        rows.append("| %s | not run (see %s.log) | | | | | | |" % (label, name))
-        continue
-    env = env or r.get("environment", {})
-    b, v = r["baseline"], r["variant"]
-    sdpa = "/".join(a.get("alignment_run", {}).get("environment", {}).get("sdpa_backend", "-")
-                    for a in (b, v))
-    d = r["delta"]["tokens_per_sec_pct"]
-    a = r["alignment"]
-    loss = "%s (diff %s)" % ("aligned" if a["aligned"] else "NOT ALIGNED", num(a.get("abs_diff"), "{:.1e}"))
-    rows.append("| %s | %s / %s | %s (%s) | %s / %s | %s / %s | %s | %s | %s%s |" % (
-        label, num(b["tokens_per_sec"], "{:,.0f}"), num(v["tokens_per_sec"], "{:,.0f}"),
-        num(d["value"], "{:+.1f}%"), d["wording"], mfu(b["mfu"]), mfu(v["mfu"]),
-        num(b["step_ms"]["p99"], "{:.1f}"), num(v["step_ms"]["p99"], "{:.1f}"), sdpa, loss,
-        r["verdict"], " (indicative: %d repeats)" % r["repeats"] if r.get("too_few_repeats") else ""))
-
-runs = []
-for name, label in [("fp16_loss_scaling", "fp16, dynamic loss scaling"),
-                    ("nccl_1rank", "bf16, 1-rank NCCL group")]:
-    s = load(os.path.join(out, name, "summary.json"))
-    if s is None:
-        runs.append("| %s | not run or failed (see %s.log) | | | |" % (label, name))
-        continue
-    env = env or s.get("environment", {})
-    e = s.get("environment", {})
-    note = ("%d overflow skips; final loss %s" % (s.get("overflow_skips", 0), num(s.get("final_loss"), "{:.4f}"))
-            if name.startswith("fp16") else
-            "backend %s; comm %s of the step" % (e.get("comm_backend", "?"),
-                                                  num(100 * s.get("phase_share", {}).get("comm", 0), "{:.1f}%")))
-    runs.append("| %s | %s | %s | %s | %s |" % (label, num(s.get("tokens_per_sec"), "{:,.0f}"),
-                                              mfu(s.get("mfu")), num(s.get("step_ms", {}).get("p99"), "{:.1f}"), note))
-
-print("### GPU check: %s, %s" % (env.get("gpu", "unknown GPU"), datetime.date.today().isoformat()))
-print()
-print("`bench/gpu-check.sh` at commit %s: LibTorch %s, CUDA runtime %s, NVIDIA driver %s, NCCL %s; "
-      "`gpt2-124m` (B 8 x T 1024), %s-step loss checks, %s timing repeats x 10 steps per arm. "
-      "Build %s s, whole check %s s. CUDA-labelled tests: %s." % (
-          env.get("git_commit", "?")[:12], env.get("libtorch", "?"), env.get("cuda_runtime", "?"),
-          env.get("nvidia_driver", "?"), env.get("nccl", "?"), os.environ["GPU_CHECK_STEPS"],
-          os.environ["GPU_CHECK_REPEATS"], os.environ["GPU_CHECK_BUILD_S"],
-          os.environ["GPU_CHECK_WALL_S"], os.environ["GPU_CHECK_TESTS"]))
-print()
-print("| comparison | tokens/s (baseline / variant) | delta | MFU | P99 ms | SDPA backend | loss check | verdict |")
-print("|---|---|---|---|---|---|---|---|")
-print("\n".join(rows))
-print()
-print("| run | tokens/s | MFU | P99 ms | notes |")
-print("|---|---|---|---|---|")
-print("\n".join(runs))
-print()
-print("Determinism (two runs, same config and seed): %s." % os.environ["GPU_CHECK_DETERMINISM"])
-if os.environ.get("GPU_CHECK_SKIPPED"):
-    print("Not run or cut short (time budget): %s." % os.environ["GPU_CHECK_SKIPPED"])
-PY
-cat "$OUT/gpu-check.md"
-say "done in ${SECONDS} s; the block is in $OUT/gpu-check.md"
-exit "$status"
+case $cmd in
+  preflight) preflight; exit $? ;;
+  build)
+    preflight || exit 3
+    build || exit 2
+    echo "$SECONDS" > "$BUILD/gpu-check-build-s"
+    [ -n "${LOCKSTEP_GPU_BUILD_TARGETS:-}" ] && exit 0
+    cuda_tests || exit 1
+    exit 0
+    ;;
+  measure)
+    [ $rehearse -eq 1 ] && { preflight || exit 3; }
+    measure
+    code=$?
+    [ $code -eq 2 ] && exit 2
+    exit $status
+    ;;
+  all)
+    preflight || exit 3
+    measure
+    exit $status
+    ;;
+esac

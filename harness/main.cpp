@@ -5,6 +5,7 @@
 #include "harness/kernels/install.h"
 #include "harness/util/cpu_capability.h"
 #include "harness/util/malloc_tuning.h"
+#include "harness/util/process.h"
 
 namespace {
 
@@ -16,6 +17,7 @@ namespace {
 // `environ` is still null there (libc sets it in its own initializer, later, to the same envp).
 void reexec_before_library_init(int, char** argv, char** envp) {
   if (environ == nullptr) environ = envp;
+  lockstep::util::die_with_parent();  // a child run dies with the compare that started it
   lockstep::util::ensure_malloc_tuning(argv);
 }
 __attribute__((section(".preinit_array"), used)) void (*const lockstep_preinit)(int, char**,

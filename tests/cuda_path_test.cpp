@@ -336,10 +336,17 @@ TEST(Cuda, GraphReplayIsBitwiseTheEagerStep) {
     return g;
   };
   for (auto& p : model->parameters()) p.mutable_grad() = torch::zeros_like(p);
-  auto eager = forward(x, y).first;
-  eager.backward();
-  const auto eager_loss = eager.item<double>();
+  // The eager step's autograd graph must be gone before the capture: while its loss lives, the
+  // parameters' AccumulateGrad nodes it holds keep the stream they were made on (the default
+  // stream), and a capture that reuses them is illegal (pytorch#64339).
+  double eager_loss = 0;
+  {
+    auto eager = forward(x, y).first;
+    eager.backward();
+    eager_loss = eager.item<double>();
+  }
   const auto eager_grads = grads();
+  torch::cuda::synchronize();
 
   for (auto& p : model->parameters()) p.mutable_grad().zero_();
   train::StepGraph graph;

@@ -1,10 +1,48 @@
 #include "variants/sharding.h"
 
+#include <ATen/Parallel.h>
+
 #include <cmath>
+#include <mutex>
 #include <stdexcept>
 
 namespace lockstep::variants {
 namespace fs = std::filesystem;
+namespace {
+
+// splitmix64's finalizer.
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// n uniform draws in [0, 1), fp32, made on `device` (issue 36: a GPU's weights get their noise
+// without a trip through the host). The CPU draws element i of the model's flat order (start + i)
+// from a counter-based hash, in parallel and the same whatever the thread count; a GPU draws
+// from its own Philox generator, seeded per unit. Either is deterministic on its device.
+torch::Tensor uniform_noise(int64_t n, uint64_t seed, int64_t start, const torch::Device& device) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  if (device.is_cpu()) {
+    auto e = torch::empty({n}, f32);
+    float* p = e.data_ptr<float>();
+    const uint64_t key = mix64(seed);
+    at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t end) {
+      for (int64_t i = b; i < end; ++i)  // the top 24 bits: every float in [0, 1) of step 2^-24
+        p[i] = static_cast<float>(mix64(key ^ static_cast<uint64_t>(start + i)) >> 40) * 0x1p-24f;
+    });
+    return e;
+  }
+  auto gen = at::globalContext().defaultGenerator(device).clone();
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(mix64(seed ^ mix64(static_cast<uint64_t>(start))));
+  }
+  return at::rand({n}, gen, f32.device(device));
+}
+
+}  // namespace
 
 struct Sharding::Unit {
   int index = 0;
@@ -20,6 +58,7 @@ struct Sharding::Unit {
   bool gathered = true;
   bool grad_live = true;
   torch::Tensor saved;  // perturb_params: the unperturbed values until restore_params
+  bool saved_valid = false;
 };
 
 Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bucket_mb,
@@ -249,10 +288,15 @@ void Sharding::perturb_grads(double std, uint64_t seed) {
 
 void Sharding::perturb_params(double rel, uint64_t seed) {
   torch::NoGradGuard no_grad;
-  auto gen = at::detail::createCPUGenerator(seed);
+  int64_t start = 0;  // the unit's first element in the model's flat order: its noise stream
   for (auto& u : units_) {
-    // e over the whole padded unit, from one generator: the same noise whatever the stage.
-    auto e = at::rand({u->padded}, gen, torch::TensorOptions().dtype(torch::kFloat32));
+    // Stages 0-2 compute with `full` (stage 1-2's master is a view of its shard); stage 3 gathers
+    // `full` from the owned master before each unit's forward and backward.
+    auto& target = stage_ == 3 ? u->master : u->full;
+    // e over the whole padded unit, drawn where the weights live (issue 36: never on the host for
+    // a GPU's weights), the same noise whatever the stage.
+    auto e = uniform_noise(u->padded, seed, start, target.device());  // (padded) in [0, 1)
+    start += u->padded;
     e.mul_(2.0 * rel).sub_(rel).add_(1.0);
     // The matrices only (the weights autocast rounds for its matmuls); vectors and padding keep 1.
     int64_t end = 0;
@@ -262,21 +306,21 @@ void Sharding::perturb_params(double rel, uint64_t seed) {
       end = off + n;
     }
     if (end < u->padded) e.narrow(0, end, u->padded - end).fill_(1.0);
-    // Stages 0-2 compute with `full` (stage 1-2's master is a view of its shard); stage 3 gathers
-    // `full` from the owned master before each unit's forward and backward.
-    auto& target = stage_ == 3 ? u->master : u->full;
     if (stage_ == 3) e = e.narrow(0, comm_.rank() * u->shard, u->shard);
-    u->saved = target.clone();
-    target.mul_(e.to(target.device()));
+    if (!u->saved.defined() || !u->saved.sizes().equals(target.sizes()))
+      u->saved = torch::empty_like(target);
+    u->saved.copy_(target);  // the buffer is kept between steps: no allocation per step
+    u->saved_valid = true;
+    target.mul_(e.to(target.scalar_type()));
   }
 }
 
 void Sharding::restore_params() {
   torch::NoGradGuard no_grad;
   for (auto& u : units_) {
-    if (!u->saved.defined()) continue;
+    if (!u->saved_valid) continue;
     (stage_ == 3 ? u->master : u->full).copy_(u->saved);
-    u->saved = torch::Tensor();
+    u->saved_valid = false;
   }
 }
 

@@ -218,8 +218,11 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
     for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
       const std::string label = "baseline-noise" + std::to_string(k);
-      p.alignment.push_back(arm_run("baseline", "envelope", seed, label, req.baseline,
-                                    with_noise(bsets, p.envelope_noise, k), arms / label, 0));
+      // Only its losses are read: no profile window (no Kineto, no trace) in this process.
+      auto sets = with_noise(bsets, p.envelope_noise, k);
+      sets.push_back("profile.window=0");
+      p.alignment.push_back(
+          arm_run("baseline", "envelope", seed, label, req.baseline, std::move(sets), arms / label, 0));
       p.alignment.back().noise_seed = k;
     }
   }
@@ -260,6 +263,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     full.sets.push_back("checkpoint.keep=" + std::to_string(kProbePoints));
     auto probe = [&](const std::string& arm, const std::string& label, const ArmSpec& spec,
                      std::vector<std::string> sets, int64_t noise_seed) {
+      sets.push_back("profile.window=0");  // a probe trains nothing: no profiler either
       p.probes.push_back(arm_run(arm, "probe", seed, label, spec, std::move(sets),
                                  arms / "probe" / label, 0));
       p.probes.back().job.probe_from = arms / "baseline";

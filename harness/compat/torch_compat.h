@@ -28,7 +28,14 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/torch.h>
 
+// pip's LibTorch wheels ship no Gloo headers (ProcessGroupGloo.hpp includes them): there the gloo
+// backend is unavailable and says so (the GPU path uses NCCL).
+#if __has_include(<gloo/algorithm.h>)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#define LOCKSTEP_HAVE_GLOO 1
+#else
+#define LOCKSTEP_HAVE_GLOO 0
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #if !defined(TORCH_VERSION_MAJOR)

@@ -13,6 +13,7 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+#if LOCKSTEP_HAVE_GLOO
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
@@ -20,6 +21,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
 
 }  // namespace
 
@@ -75,9 +77,14 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
         "parallel.backend = \"nccl\": this LibTorch was built without NCCL (use gloo)");
 #endif
   } else {
+#if LOCKSTEP_HAVE_GLOO
     auto gopts = c10d::ProcessGroupGloo::Options::create(timeout_);
     gopts->devices.push_back(gloo_device(who.master_addr));
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, gopts);
+#else
+    throw std::runtime_error(
+        "parallel.backend = \"gloo\": this LibTorch ships no Gloo headers (pip's wheels; use nccl)");
+#endif
   }
   backend_ = backend;
   // Gloo in LibTorch 1.13 has no reduce_scatter; probe once (collectively) and fall back to one

@@ -31,17 +31,23 @@ std::optional<GpuInfo> gpu_info(const torch::Device& device) {
 #if defined(LOCKSTEP_WITH_CUDA)
   if (!device.is_cuda()) return std::nullopt;
   const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
-  const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
+  // Attributes, not the cudaDeviceProp struct: the struct's layout is the toolkit's we compile
+  // against, which need not be the one LibTorch was built with (issue 36); an attribute is an int
+  // asked of the runtime by name. The name is the struct's first field, at offset 0 in every layout.
+  auto attr = [index](cudaDeviceAttr a) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, a, index) == cudaSuccess ? v : 0;
+  };
   GpuInfo g;
-  g.name = p->name;
-  g.sm_count = p->multiProcessorCount;
-  g.cc_major = p->major;
-  g.cc_minor = p->minor;
-  g.memory_bytes = static_cast<int64_t>(p->totalGlobalMem);
+  g.name = at::cuda::getDeviceProperties(index)->name;
+  g.sm_count = attr(cudaDevAttrMultiProcessorCount);
+  g.cc_major = attr(cudaDevAttrComputeCapabilityMajor);
+  g.cc_minor = attr(cudaDevAttrComputeCapabilityMinor);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    g.memory_bytes = static_cast<int64_t>(total_bytes);
   // cudaDeviceProp::clockRate is gone in CUDA 13; the attribute is in every version (kHz).
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, index) == cudaSuccess)
-    g.max_sm_clock_mhz = khz / 1000;
+  g.max_sm_clock_mhz = attr(cudaDevAttrClockRate) / 1000;
   return g;
 #else
   (void)device;

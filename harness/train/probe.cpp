@@ -1,5 +1,6 @@
 #include "harness/train/probe.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace lockstep::train {
@@ -37,24 +38,56 @@ void ProbeRecorder::add(const char* kind, const torch::Tensor& t, const char* in
     if (batch_ > 0) throw std::logic_error("probe: batch " + std::to_string(batch_) +
                                            " records more tensors than batch 0");
     names_.push_back(name);
-    sketches_.emplace_back(kProbeBuckets, 0.0);
+    sketches_.emplace_back();
   } else if (names_[next_] != name) {
     throw std::logic_error("probe: tensor " + std::to_string(next_) + " is " + name +
                            " in this forward and " + names_[next_] + " in the first");
   }
-  const auto x = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();  // (numel)
-  const double* p = x.data_ptr<double>();
-  auto& sk = sketches_[next_++];
-  const uint64_t salt = mix(static_cast<uint64_t>(batch_) << 40 | next_);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    const uint64_t h = mix(salt ^ static_cast<uint64_t>(i));
-    sk[h % kProbeBuckets] += (h >> 63) ? -p[i] : p[i];
+  const uint64_t salt = mix(static_cast<uint64_t>(batch_) << 40 | (next_ + 1));
+  sketch_into(sketches_[next_++], t, salt);
+}
+
+// The sketch where the tensor lives (issue 36): element i = r m + c goes to bucket c with sign
+// u_r, so the sketch of the row-major (R, m) view is one matrix-vector product u^T X, in fp64, on
+// the tensor's device, in fixed row chunks: deterministic (the same tensor gives the same sketch
+// bitwise on that device), no atomics, nothing copied to the host but the m buckets at take(). m
+// is prime, so a structure of any period below m (a channel of C = 768, a head of 64) spreads over
+// every bucket; the signs make each bucket's sum an unbiased estimate of its elements' energy.
+void ProbeRecorder::sketch_into(torch::Tensor& sketch, const torch::Tensor& t, uint64_t salt) {
+  torch::NoGradGuard no_grad;
+  const auto x = t.detach().contiguous().view({-1});  // (n), as the kernel saw it
+  const int64_t n = x.numel(), rows = n / kProbeBuckets, tail = n % kProbeBuckets;
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(x.device());
+  if (!sketch.defined()) sketch = torch::zeros({kProbeBuckets}, f64);
+  auto& u = signs_[{salt, rows + 1}];  // u_r for r = 0 .. rows (the last one the tail's)
+  if (!u.defined() || u.device() != x.device()) {
+    std::vector<double> h(static_cast<size_t>(rows + 1));
+    for (int64_t r = 0; r <= rows; ++r)
+      h[static_cast<size_t>(r)] = (mix(salt ^ static_cast<uint64_t>(r)) >> 63) ? -1.0 : 1.0;
+    u = torch::tensor(h, torch::TensorOptions().dtype(torch::kFloat64)).to(x.device());
   }
+  // Chunks of at most kChunk elements bound the fp64 copy (a gpt2-124m logits tensor is 0.4 G).
+  constexpr int64_t kChunk = int64_t{1} << 24;
+  const int64_t chunk_rows = std::max<int64_t>(1, kChunk / kProbeBuckets);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t nr = std::min(chunk_rows, rows - r0);
+    const auto block = x.narrow(0, r0 * kProbeBuckets, nr * kProbeBuckets)
+                           .view({nr, kProbeBuckets})
+                           .to(torch::kFloat64);      // (nr, m)
+    sketch.addmv_(block.t(), u.narrow(0, r0, nr));  // (m) += X^T u
+  }
+  if (tail > 0)
+    sketch.narrow(0, 0, tail).add_(x.narrow(0, rows * kProbeBuckets, tail).to(torch::kFloat64) *
+                                   u.narrow(0, rows, 1));
 }
 
 std::vector<std::vector<double>> ProbeRecorder::take(std::vector<std::string>* names) {
   *names = names_;
-  auto out = std::move(sketches_);
+  std::vector<std::vector<double>> out;
+  for (const auto& s : sketches_) {  // m buckets each: the only bytes that leave the device
+    const auto h = s.to(torch::kCPU).contiguous();
+    out.emplace_back(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+  }
   sketches_.clear();
   names_.clear();
   return out;

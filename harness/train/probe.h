@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,7 +29,7 @@
 
 namespace lockstep::train {
 
-constexpr int64_t kProbeBuckets = 4096;  // m: buckets per recorded tensor
+constexpr int64_t kProbeBuckets = 4093;  // m: buckets per recorded tensor (a prime)
 constexpr int64_t kProbeBatches = 2;     // probe batches per checkpoint
 
 // Collects sketches forward after forward. A tensor is named by its kind and the ordinal of that
@@ -51,7 +52,10 @@ class ProbeRecorder {
   size_t next_ = 0;  // the next tensor's index within this forward
   std::vector<std::pair<std::string, int>> kinds_;  // calls per kind within this forward
   std::vector<std::string> names_;
-  std::vector<std::vector<double>> sketches_;
+  std::vector<torch::Tensor> sketches_;  // (m) fp64 each, on the recorded tensors' device
+  std::map<std::pair<uint64_t, int64_t>, torch::Tensor> signs_;  // (salt, rows + 1) -> u
+
+  void sketch_into(torch::Tensor& sketch, const torch::Tensor& t, uint64_t salt);
 };
 
 // The kernels with every output recorded into `rec` (what they return, faults included), in the

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,15 @@ long available_cores() {
   return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+void die_with_parent() {
+  const char* v = std::getenv(kParentPidEnv);
+  if (v == nullptr || *v == '\0') return;
+  const long parent = std::strtol(v, nullptr, 10);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died between spawn and here: then the signal was never armed for it.
+  if (parent > 0 && ::getppid() != static_cast<pid_t>(parent)) ::_exit(128 + SIGKILL);
+}
+
 Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label,
             const std::vector<std::string>& env, const std::vector<std::pair<int, int>>& fds) {
   if (log.has_parent_path()) fs::create_directories(log.parent_path());
@@ -72,12 +82,13 @@ Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std
   std::vector<std::string> merged;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
-    bool replaced = false;
+    bool replaced = kv.rfind(std::string(kParentPidEnv) + "=", 0) == 0;
     for (const auto& x : env)
       replaced = replaced || kv.compare(0, x.find('=') + 1, x, 0, x.find('=') + 1) == 0;
     if (!replaced) merged.push_back(kv);
   }
   merged.insert(merged.end(), env.begin(), env.end());
+  merged.push_back(std::string(kParentPidEnv) + "=" + std::to_string(::getpid()));
   std::vector<char*> envp;
   for (auto& kv : merged) envp.push_back(kv.data());
   envp.push_back(nullptr);

@@ -36,6 +36,14 @@ Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
             const std::string& label = "", const std::vector<std::string>& env = {},
             const std::vector<std::pair<int, int>>& fds = {});
 
+// Every child spawn() starts gets kParentPidEnv=<this process's pid>. A Lockstep process started
+// so calls die_with_parent() first thing (before any library initializer): it asks the kernel for
+// SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG), so a compare killed by SIGKILL
+// (timeout -s KILL, the OOM killer, a CI runner's hard stop) leaves no run behind holding a core
+// or a GPU. If the parent is already gone it exits at once (status 137, as if killed).
+constexpr const char* kParentPidEnv = "LOCKSTEP_PARENT_PID";
+void die_with_parent();
+
 struct ExitStatus {
   int code = 0;  // exit code, or 128 + signal
   bool signaled = false;

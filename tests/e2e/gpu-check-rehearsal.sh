@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# bench/gpu-check.sh --rehearse (issue 36): the GPU check's whole sequence on this CPU with the
+# tiny preset, against this build: same commands, same parsing, same Markdown and JSON. Asserts
+# that every item ran (the plugin excepted: no CUDA here), that each comparison's row carries
+# figures and a verdict, that the determinism check compared two loss files, and that the JSON
+# agrees with the Markdown.
+#
+# usage: gpu-check-rehearsal.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+root=$1
+build=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out  # the script empties its OUT_DIR first
+code=0
+LOCKSTEP_GPU_BUILD_DIR=$build "$root/bench/gpu-check.sh" --rehearse "$out" > "$tmp/stdout" 2> "$tmp/stderr" || code=$?
+md=$out/gpu-check.md
+fail() { echo "rehearsal: $*"; echo "--- stdout"; cat "$tmp/stdout"; echo "--- stderr"; tail -n 40 "$tmp/stderr"; exit 1; }
+[ "$code" -eq 0 ] || fail "bench/gpu-check.sh --rehearse exited $code"
+cmp -s "$md" "$tmp/stdout" || fail "stdout is not the Markdown block"
+grep -q '^### GPU check rehearsal (CPU, tiny preset): ' "$md" || fail "no title line"
+for label in "bf16 vs bf16 + fused attention" "bf16 vs bf16 + CUDA graphs" "bf16 vs bf16 + fused AdamW" "fp32 vs tf32"; do
+  # | label | 1,234 / 1,230 | +0.3% (...) | ... | verdict |: figures, not an error note.
+  grep -Eq "^\| $label \| [0-9,]+ / [0-9,]+ \| [+-][0-9.]+% .*\| (pass|fail|inconclusive)" "$md" ||
+    fail "no figures for '$label'"
+done
+grep -Eq '^\| fp16, dynamic loss scaling \| [0-9,]+ \|' "$md" || fail "no figures for the fp16 run"
+grep -Eq '^\| bf16, 1-rank NCCL group \| [0-9,]+ \| .*backend gloo' "$md" || fail "no figures for the 1-rank group"
+grep -q '^Determinism (two runs, same config and seed): bitwise equal (20 steps' "$md" || fail "determinism not checked"
+grep -q 'bf16_vs_fused_cuda (not run: no CUDA plugin built)' "$md" || fail "the plugin's absence is not said"
+python3 - "$out/gpu-check.json" <<'PY' || fail "gpu-check.json disagrees"
+import json, sys
+j = json.load(open(sys.argv[1]))
+names = [i["name"] for i in j["items"]]
+want = ["bf16_vs_fused_attention", "bf16_vs_cuda_graphs", "fp16_loss_scaling", "bf16_vs_fused_adamw",
+        "bf16_vs_fused_cuda", "nccl_1rank", "fp32_vs_tf32", "determinism_a", "determinism_b", "determinism"]
+assert names == want, names
+fa = j["items"][0]
+assert fa["aligned"] is True and fa["verdict"] in ("pass", "fail", "inconclusive"), fa
+assert fa["probe_max_ratio"] is not None and fa["probe_max_ratio"] >= 0, fa  # the probe ran
+assert all(x > 0 for x in fa["tokens_per_sec"]), fa
+PY
+echo "rehearsal: $(grep -c '^| ' "$md") table rows, every item ran; $(sed -n 's/.*measure \([0-9]*\) s.*/\1/p' "$md") s"
