@@ -108,14 +108,14 @@ preflight() {
       say "preflight: no nvcc"
       [ -n "$torch_cuda" ] && [ "$torch_cuda" != None ] && bad+=("nvcc (a CUDA LibTorch's CMake needs the toolkit)")
     fi
-    command -v cmake >/dev/null && say "preflight: $(cmake --version | head -n 1)" || bad+=("cmake")
-    command -v ninja >/dev/null && say "preflight: ninja $(ninja --version)" || say "preflight: no ninja (make)"
-    command -v c++ >/dev/null && say "preflight: $(c++ --version | head -n 1)" || bad+=("a C++ compiler (c++)")
+    if command -v cmake >/dev/null; then say "preflight: $(cmake --version | head -n 1)"; else bad+=("cmake"); fi
+    if command -v ninja >/dev/null; then say "preflight: ninja $(ninja --version)"; else say "preflight: no ninja (make)"; fi
+    if command -v c++ >/dev/null; then say "preflight: $(c++ --version | head -n 1)"; else bad+=("a C++ compiler (c++)"); fi
     say "preflight: $(ldd --version 2>&1 | head -n 1); $(nproc) cores"
     if [ -n "$torch_dir" ]; then
       local inc=$torch_dir/../../include
-      [ -d "$inc/gloo" ] && say "preflight: LibTorch ships Gloo's headers" ||
-        say "preflight: LibTorch has no Gloo headers (the kit's are used)"
+      if [ -d "$inc/gloo" ]; then say "preflight: LibTorch ships Gloo's headers"
+      else say "preflight: LibTorch has no Gloo headers: no gloo backend in this build (NCCL only)"; fi
     fi
     if ls "$KIT"/*.deb >/dev/null 2>&1; then
       say "preflight: kit: $(find "$KIT" -name '*.deb' | wc -l) packages, $(du -sk "$KIT" | awk '{print $1}') KiB"
@@ -164,7 +164,6 @@ PY
 }
 
 # --- build ----------------------------------------------------------------------------------------
-cuda_plugin=""
 build() {
   local args=(-DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_SANITIZED_TESTS=OFF)
   [ -n "$torch_dir" ] && args+=("-DLOCKSTEP_TORCH_DIR=$torch_dir")

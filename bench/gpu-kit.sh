@@ -37,6 +37,7 @@ fi
 n=$(find "$KIT" -maxdepth 1 -name '*.deb' | wc -l)
 [ "$n" -eq "${#PACKAGES[@]}" ] || { say "expected ${#PACKAGES[@]} packages, got $n"; exit 1; }
 # What the kit holds, for the preflight and the notes.
+# shellcheck disable=SC2016 # dpkg-deb's format, not the shell's
 (cd "$KIT" && for f in *.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$f"; done) > "$KIT/MANIFEST"
 size=$(du -sk "$KIT" | awk '{print $1}')
 say "${#PACKAGES[@]} packages, $((size / 1024)) MiB ($size KiB) in $KIT"
