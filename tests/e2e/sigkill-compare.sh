@@ -27,7 +27,7 @@ kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 for _ in $(seq 1 100); do
   if [ -z "$(children)" ]; then
-    echo "the compare's runs ($(echo $before | tr '\n' ' ')) ended with it"
+    echo "the compare's runs ($(echo "$before" | tr '\n' ' ')) ended with it"
     exit 0
   fi
   sleep 0.1
