@@ -242,6 +242,7 @@ LS=""
 dev=()
 policy=""
 started=0
+check_id=""
 left() { echo $((MEASURE_S - (SECONDS - started))); }
 
 record() {  # NAME KIND CODE SECONDS NOTE
@@ -300,6 +301,8 @@ measure() {
   rm -rf "$OUT" && mkdir -p "$OUT"
   : > "$OUT/items.tsv"
   LS=$BUILD/lockstep
+  check_id=$$-$RANDOM
+  export LOCKSTEP_GPU_CHECK_ID=$check_id  # marks this call's processes (the left-behind check)
   [ -x "$LS" ] || { say "no $LS: run 'bench/gpu-check.sh build' first"; return 2; }
   started=$SECONDS
   if [ $rehearse -eq 1 ]; then
@@ -340,9 +343,16 @@ measure() {
       status=1
     fi
   fi
-  # Nothing of ours may outlive the call (the children die with their parents; this is the check).
-  if pgrep -f "$LS " >/dev/null 2>&1; then
-    say "processes left behind: $(pgrep -af "$LS " | head -n 3 | tr '\n' ';')"
+  # Nothing of ours may outlive the call (the children die with their parents; this is the check):
+  # a process of this build's lockstep whose environment carries this call's mark.
+  local left_behind="" f pid
+  while read -r f; do
+    pid=${f#/proc/}
+    pid=${pid%/environ}
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "^$LS " && left_behind+=" $pid"
+  done < <(grep -l -a "LOCKSTEP_GPU_CHECK_ID=$check_id" /proc/[0-9]*/environ 2>/dev/null)
+  if [ -n "$left_behind" ]; then
+    say "processes left behind:$left_behind"
     status=1
   fi
   render

@@ -586,6 +586,80 @@ TEST_F(Numerics, CheckpointOfShardedZero3StateOnTwoRanksGivesABitwiseEqualNextSt
 // The probe keeps each tensor as a CountSketch (harness/train/probe.h). Linear, so the distance of
 // two sketches estimates the distance of the tensors: within 1/sqrt(m) ~ 1.6% per draw here (5%
 // asserted), for any dtype; a change of one element is kept exactly.
+// The envelope's weight noise (issue 36: drawn where the weights live; on a CPU by a counter-based
+// hash in parallel): every matrix element times (1 + e), |e| <= u, e centred; vectors untouched;
+// restore_params gives the weights back bitwise; the same seed the same noise whatever the thread
+// count, another seed other noise.
+TEST_F(Numerics, WeightNoiseIsBoundedCentredRestoredAndTheSameOnAnyThreadCount) {
+  const auto cfg = micro_config();
+  auto model = build_model(cfg, "math");
+  dist::Comm comm(one_rank(), ParallelConfig::from(cfg), torch::kCPU);
+  variants::Sharding sh(model, comm, /*stage=*/0, 25.0, adamw(train::OptimConfig::from(cfg)));
+  const double u = std::ldexp(1.0, -8);
+  auto snapshot = [&] {
+    std::vector<torch::Tensor> v;
+    for (const auto& p : model->parameters()) v.push_back(p.detach().clone());
+    return v;
+  };
+  const auto before = snapshot();
+  auto perturbed = [&](uint64_t seed, int threads) {
+    const int was = at::get_num_threads();
+    at::set_num_threads(threads);
+    sh.perturb_params(u, seed);
+    auto v = snapshot();
+    sh.restore_params();
+    at::set_num_threads(was);
+    return v;
+  };
+  const auto a1 = perturbed(42, 1), a2 = perturbed(42, 2), b = perturbed(43, 2);
+  expect_bitwise(snapshot(), before);  // restored
+  expect_bitwise(a1, a2);              // one thread or two: the same draw
+  double sum = 0, n = 0, worst = 0;
+  bool differs = false;
+  const auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i].dim() < 2) {
+      EXPECT_TRUE(torch::equal(a1[i], before[i])) << "vector " << i << " was perturbed";
+      continue;
+    }
+    const auto nz = before[i].abs() > 1e-6;
+    const auto e = (a1[i] / before[i] - 1).masked_select(nz).to(torch::kFloat64);  // (n)
+    sum += e.sum().item<double>(), n += static_cast<double>(e.numel());
+    worst = std::max(worst, e.abs().max().item<double>());
+    differs = differs || !torch::equal(a1[i], b[i]);
+  }
+  EXPECT_LE(worst, u * (1 + 1e-3));  // |e| <= u (the product rounded once in fp32)
+  EXPECT_GT(worst, 0.9 * u);         // and it reaches the bound: uniform on (-u, u)
+  EXPECT_LT(std::abs(sum / n), 0.05 * u) << "mean e over " << n << " elements";
+  EXPECT_TRUE(differs);  // another seed, another draw
+}
+
+// The probe's sketch stays where the tensor lives (issue 36): a tensor on the meta device (no
+// data; any copy of it to the host throws) is recorded without a host copy. And a structure with
+// a period (one channel of C = 768 in a (T, C) tensor) spreads over distinct buckets: m is prime.
+TEST(ProbeSketch, StaysOnTheTensorsDeviceAndSpreadsAPeriodicStructure) {
+  train::ProbeRecorder meta;
+  meta.begin_forward(0);
+  EXPECT_NO_THROW(meta.add("x", torch::empty({3, 5000}, torch::TensorOptions().device(torch::kMeta))));
+  meta.end_forward();
+  EXPECT_THROW(torch::empty({2}, torch::TensorOptions().device(torch::kMeta)).to(torch::kCPU),
+               c10::Error);  // what a host copy of a meta tensor does
+  torch::manual_seed(5);
+  auto d = torch::zeros({1024, 768});
+  d.select(1, 5).copy_(torch::randn({1024}));  // channel 5 only: period 768
+  train::ProbeRecorder rec;
+  rec.begin_forward(0);
+  rec.add("x", d);
+  rec.end_forward();
+  std::vector<std::string> names;
+  const auto s = rec.take(&names).at(0);
+  double sq = 0;
+  for (double v : s) sq += v * v;
+  // 1024 elements, 768 k + 5 mod 4093 all distinct: each bucket holds one, the norm is exact.
+  const double want = d.to(torch::kFloat64).norm().item<double>();
+  EXPECT_NEAR(std::sqrt(sq), want, 1e-12 * want);
+}
+
 TEST(ProbeSketch, DistancesBetweenSketchesAreDistancesBetweenTensors) {
   torch::manual_seed(7);
   auto a = torch::randn({8, 64, 128});

@@ -66,9 +66,11 @@ void ProbeRecorder::sketch_into(torch::Tensor& sketch, const torch::Tensor& t, u
       h[static_cast<size_t>(r)] = (mix(salt ^ static_cast<uint64_t>(r)) >> 63) ? -1.0 : 1.0;
     u = torch::tensor(h, torch::TensorOptions().dtype(torch::kFloat64)).to(x.device());
   }
-  // Chunks of at most kChunk elements bound the fp64 copy (a gpt2-124m logits tensor is 0.4 G).
-  constexpr int64_t kChunk = int64_t{1} << 24;
-  const int64_t chunk_rows = std::max<int64_t>(1, kChunk / kProbeBuckets);
+  // Row chunks bound the fp64 copy: on a CPU a cache's worth (2 MB: the GEMV reads the copy
+  // from cache, not memory), on a GPU 512 MB (few launches; a gpt2-124m logits tensor is 0.4 G
+  // elements at B = 8).
+  const int64_t chunk = x.device().is_cpu() ? int64_t{1} << 18 : int64_t{1} << 26;
+  const int64_t chunk_rows = std::max<int64_t>(1, chunk / kProbeBuckets);
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t nr = std::min(chunk_rows, rows - r0);
     const auto block = x.narrow(0, r0 * kProbeBuckets, nr * kProbeBuckets)

@@ -59,9 +59,19 @@ void die_with_parent() {
   const char* v = std::getenv(kParentPidEnv);
   if (v == nullptr || *v == '\0') return;
   const long parent = std::strtol(v, nullptr, 10);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // The parent may have died between spawn and here: then the signal was never armed for it.
-  if (parent > 0 && ::getppid() != static_cast<pid_t>(parent)) ::_exit(128 + SIGKILL);
+  // Once: this process's own children (a launcher's ranks, an external trainer) have another
+  // parent, and spawn() names it afresh for those it starts.
+  ::unsetenv(kParentPidEnv);
+  if (parent <= 0) return;
+  if (::getppid() == static_cast<pid_t>(parent)) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may have died between the check and the prctl: then nothing would fire.
+    if (::getppid() != static_cast<pid_t>(parent)) ::_exit(128 + SIGKILL);
+    return;
+  }
+  // Started through something in between (a shell wrapper): that one's death is not ours to
+  // follow. But if the process that spawned us is already gone, so is our reason to run.
+  if (::kill(static_cast<pid_t>(parent), 0) != 0 && errno == ESRCH) ::_exit(128 + SIGKILL);
 }
 
 Child spawn(const std::vector<std::string>& argv, const fs::path& log, const std::string& label,

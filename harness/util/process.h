@@ -40,7 +40,8 @@ Child spawn(const std::vector<std::string>& argv, const std::filesystem::path& l
 // so calls die_with_parent() first thing (before any library initializer): it asks the kernel for
 // SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG), so a compare killed by SIGKILL
 // (timeout -s KILL, the OOM killer, a CI runner's hard stop) leaves no run behind holding a core
-// or a GPU. If the parent is already gone it exits at once (status 137, as if killed).
+// or a GPU. If the parent is already gone it exits at once (status 137, as if killed); started
+// through a wrapper (the spawner is alive but not its parent) it arms nothing.
 constexpr const char* kParentPidEnv = "LOCKSTEP_PARENT_PID";
 void die_with_parent();
 
