@@ -21,7 +21,8 @@ cmp -s "$md" "$tmp/stdout" || fail "stdout is not the Markdown block"
 grep -q '^### GPU check rehearsal (CPU, tiny preset): ' "$md" || fail "no title line"
 for label in "bf16 vs bf16 + fused attention" "bf16 vs bf16 + CUDA graphs" "bf16 vs bf16 + fused AdamW" "fp32 vs tf32"; do
   # | label | 1,234 / 1,230 | +0.3% (...) | ... | verdict |: figures, not an error note.
-  grep -Eq "^\| $label \| [0-9,]+ / [0-9,]+ \| [+-][0-9.]+% .*\| (pass|fail|inconclusive)" "$md" ||
+  label_re=${label//+/\\+}  # the labels' "+" is literal
+  grep -Eq "^\| $label_re \| [0-9,]+ / [0-9,]+ \| [+-][0-9.]+% .*\| (pass|fail|inconclusive)" "$md" ||
     fail "no figures for '$label'"
 done
 grep -Eq '^\| fp16, dynamic loss scaling \| [0-9,]+ \|' "$md" || fail "no figures for the fp16 run"
