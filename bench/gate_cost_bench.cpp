@@ -9,7 +9,8 @@
 // all threads) and the ratios the issue sets goals for: a noisy step <= 1.05 x a plain step; a
 // probe's time beyond its forwards <= 10% of the forwards.
 //
-//   ninja -C build gate_cost_bench && build/bench/gate_cost_bench [small|gpt2-124m] [BATCH] [ROUNDS] [THREADS]
+//   ninja -C build gate_cost_bench && build/bench/gate_cost_bench [small|gpt2-124m] [BATCH]
+//   [ROUNDS] [THREADS]
 // (THREADS: intra-op threads, default 1 as the trainer's run.threads.)
 #include <algorithm>
 #include <chrono>
@@ -64,10 +65,10 @@ int main(int argc, char** argv) {
   registry::install();
   torch::manual_seed(1);
   train::ProbeRecorder rec;
-  auto kernels = train::recording({registry::attention_kernel("math"),
-                                   registry::activation_kernel("gelu"),
-                                   registry::layer_norm_kernel("layer_norm")},
-                                  &rec);
+  auto kernels =
+      train::recording({registry::attention_kernel("math"), registry::activation_kernel("gelu"),
+                        registry::layer_norm_kernel("layer_norm")},
+                       &rec);
   auto model = workloads::GPT(m, kernels);
   dist::ParallelConfig par;
   par.backend = "auto";
@@ -83,8 +84,8 @@ int main(int argc, char** argv) {
     sh.begin_step();
     if (noise) sh.perturb_params(std::ldexp(1.0, -8), static_cast<uint64_t>(t));
     auto logits = model->forward(x);  // (B, T, V)
-    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, m.vocab_size}),
-                                                     y.reshape({-1}));
+    auto loss =
+        torch::nn::functional::cross_entropy(logits.reshape({-1, m.vocab_size}), y.reshape({-1}));
     loss.backward();
     sh.end_backward(true);
     if (noise) sh.restore_params();

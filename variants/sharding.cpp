@@ -6,17 +6,13 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "harness/util/splitmix.h"
+
 namespace lockstep::variants {
 namespace fs = std::filesystem;
 namespace {
 
-// splitmix64's finalizer.
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using util::splitmix64;
 
 // n uniform draws in [0, 1), fp32, made on `device` (issue 36: a GPU's weights get their noise
 // without a trip through the host). The CPU draws element i of the model's flat order (start + i)
@@ -27,17 +23,18 @@ torch::Tensor uniform_noise(int64_t n, uint64_t seed, int64_t start, const torch
   if (device.is_cpu()) {
     auto e = torch::empty({n}, f32);
     float* p = e.data_ptr<float>();
-    const uint64_t key = mix64(seed);
+    const uint64_t key = splitmix64(seed);
     at::parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t end) {
       for (int64_t i = b; i < end; ++i)  // the top 24 bits: every float in [0, 1) of step 2^-24
-        p[i] = static_cast<float>(mix64(key ^ static_cast<uint64_t>(start + i)) >> 40) * 0x1p-24f;
+        p[i] =
+            static_cast<float>(splitmix64(key ^ static_cast<uint64_t>(start + i)) >> 40) * 0x1p-24f;
     });
     return e;
   }
   auto gen = at::globalContext().defaultGenerator(device).clone();
   {
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(mix64(seed ^ mix64(static_cast<uint64_t>(start))));
+    gen.set_current_seed(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(start))));
   }
   return at::rand({n}, gen, f32.device(device));
 }

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "harness/util/splitmix.h"
+
 namespace lockstep::train {
 namespace {
 
-// splitmix64's finalizer: bucket and sign of element i of batch b.
-uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using util::splitmix64;
 
 }  // namespace
 
@@ -35,15 +31,16 @@ void ProbeRecorder::add(const char* kind, const torch::Tensor& t, const char* in
   std::string name = std::string(kind) + "[" + std::to_string(ordinal) + "]";
   if (input) name += std::string(".") + input;
   if (next_ == sketches_.size()) {
-    if (batch_ > 0) throw std::logic_error("probe: batch " + std::to_string(batch_) +
-                                           " records more tensors than batch 0");
+    if (batch_ > 0)
+      throw std::logic_error("probe: batch " + std::to_string(batch_) +
+                             " records more tensors than batch 0");
     names_.push_back(name);
     sketches_.emplace_back();
   } else if (names_[next_] != name) {
     throw std::logic_error("probe: tensor " + std::to_string(next_) + " is " + name +
                            " in this forward and " + names_[next_] + " in the first");
   }
-  const uint64_t salt = mix(static_cast<uint64_t>(batch_) << 40 | (next_ + 1));
+  const uint64_t salt = splitmix64(static_cast<uint64_t>(batch_) << 40 | (next_ + 1));
   sketch_into(sketches_[next_++], t, salt);
 }
 
@@ -63,7 +60,7 @@ void ProbeRecorder::sketch_into(torch::Tensor& sketch, const torch::Tensor& t, u
   if (!u.defined() || u.device() != x.device()) {
     std::vector<double> h(static_cast<size_t>(rows + 1));
     for (int64_t r = 0; r <= rows; ++r)
-      h[static_cast<size_t>(r)] = (mix(salt ^ static_cast<uint64_t>(r)) >> 63) ? -1.0 : 1.0;
+      h[static_cast<size_t>(r)] = (splitmix64(salt ^ static_cast<uint64_t>(r)) >> 63) ? -1.0 : 1.0;
     u = torch::tensor(h, torch::TensorOptions().dtype(torch::kFloat64)).to(x.device());
   }
   // Row chunks bound the fp64 copy: on a CPU a cache's worth (2 MB: the GEMV reads the copy
@@ -75,12 +72,12 @@ void ProbeRecorder::sketch_into(torch::Tensor& sketch, const torch::Tensor& t, u
     const int64_t nr = std::min(chunk_rows, rows - r0);
     const auto block = x.narrow(0, r0 * kProbeBuckets, nr * kProbeBuckets)
                            .view({nr, kProbeBuckets})
-                           .to(torch::kFloat64);      // (nr, m)
+                           .to(torch::kFloat64);    // (nr, m)
     sketch.addmv_(block.t(), u.narrow(0, r0, nr));  // (m) += X^T u
   }
   if (tail > 0)
-    sketch.narrow(0, 0, tail).add_(x.narrow(0, rows * kProbeBuckets, tail).to(torch::kFloat64) *
-                                   u.narrow(0, rows, 1));
+    sketch.narrow(0, 0, tail)
+        .add_(x.narrow(0, rows * kProbeBuckets, tail).to(torch::kFloat64) * u.narrow(0, rows, 1));
 }
 
 std::vector<std::vector<double>> ProbeRecorder::take(std::vector<std::string>* names) {
@@ -114,7 +111,7 @@ workloads::ModelKernels recording(workloads::ModelKernels k, ProbeRecorder* rec)
           [f = std::move(k.layer_norm), rec](const torch::Tensor& x, const torch::Tensor& w,
                                              const torch::Tensor& b, double eps) {
             rec->add("layer_norm", x, "x");  // (..., C): the residual stream
-            auto y = f(x, w, b, eps);  // (..., C)
+            auto y = f(x, w, b, eps);        // (..., C)
             rec->add("layer_norm", y);
             return y;
           }};
