@@ -26,6 +26,7 @@
 #
 # usage: bench/gpu-check.sh build|measure|preflight [--rehearse] [OUT_DIR]
 #        bench/gpu-check.sh --rehearse [OUT_DIR]
+# The guide: docs/gpu.md.
 # Environment:
 #   LOCKSTEP_TORCH_DIR          a LibTorch (its CMake prefix); default: python3's torch
 #   LOCKSTEP_GPU_BUILD_DIR      build folder (default ./build-gpu; ./build when rehearsing)

@@ -3,7 +3,6 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
-#include <mutex>
 #include <stdexcept>
 
 #include "harness/util/splitmix.h"
@@ -31,11 +30,8 @@ torch::Tensor uniform_noise(int64_t n, uint64_t seed, int64_t start, const torch
     });
     return e;
   }
-  auto gen = at::globalContext().defaultGenerator(device).clone();
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(start))));
-  }
+  auto gen = at::globalContext().defaultGenerator(device).clone();  // ours alone: no lock
+  gen.set_current_seed(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(start))));
   return at::rand({n}, gen, f32.device(device));
 }
 
