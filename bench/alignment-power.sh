@@ -6,7 +6,7 @@
 #   ratio_curve = mean |delta| over the curve window / mean E over it   (approximate knobs)
 #   aligned at factor c  <=>  ratio_check <= c and ratio_curve <= c
 # For an exact knob the ratios are against the tolerance instead (aligned <=> both < 1).
-# With the envelope rule the function probe (README "The function probe") is judged too:
+# With the envelope rule the function probe (docs/method.md "The function probe") is judged too:
 #   probe_ratio = the largest d / E over its checkpoints and tensors, probe_at = where
 #   aligned at factors (c, c_probe)  <=>  the above and probe_ratio <= c_probe
 # Timing is cut to the minimum (1 repeat of 10 timed steps): only the alignment is measured here.

@@ -20,7 +20,7 @@
 
 #include "harness/dist/comm.h"
 #include "harness/kernels/registry.h"
-#include "harness/train/probe.h"
+#include "harness/train/probe/probe.h"
 #include "harness/util/cpu_capability.h"
 #include "harness/util/malloc_tuning.h"
 #include "variants/sharding.h"

@@ -6,7 +6,7 @@
 // (CLOCK_THREAD_CPUTIME_ID), not wall time: on a shared machine the time the thread waits for a
 // core is not the kernel's (caches and memory bandwidth are still shared). A "GEMM only" row
 // per slot times the GEMMs the kernel includes, so the difference is the kernel's own work. (Correctness is checked first, in
-// tests/plugin_kernels_test.cpp; this only times.)
+// tests/numerics/plugin_kernels_test.cpp; this only times.)
 //
 //   build/bench/plugin_kernel_bench PLUGIN.so [ROUNDS]
 #include <ATen/autocast_mode.h>
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s PLUGIN.so [ROUNDS]\n", argv[0]);
     return 2;
   }
-  // The allocator and LibTorch's kernels as a `lockstep run` has them (README "Stable timings").
+  // The allocator and LibTorch's kernels as a `lockstep run` has them (docs/run-folder.md "Stable timings").
   util::ensure_aten_cpu_capability();
   util::ensure_malloc_tuning(argv);
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 30;

@@ -6,18 +6,18 @@ set(LOCKSTEP_CORE_SOURCES
   harness/config/schema.cpp
   harness/sections.cpp
   harness/registry/catalog.cpp
-  harness/train/run_config.cpp
+  harness/vocab/run_config.cpp
   harness/dist/parallel_config.cpp
-  harness/gate/policy.cpp
+  harness/vocab/gate_policy.cpp
   harness/stats/statistics.cpp
-  harness/train/optim_config.cpp
-  harness/train/fault_config.cpp
-  harness/train/checkpoint_config.cpp
-  harness/train/profile_config.cpp
-  harness/train/stability_config.cpp
+  harness/vocab/optim_config.cpp
+  harness/vocab/fault_config.cpp
+  harness/vocab/checkpoint_config.cpp
+  harness/vocab/profile_config.cpp
+  harness/vocab/stability_config.cpp
   harness/train/stability.cpp
-  harness/train/trace.cpp
-  harness/train/op_table.cpp
+  harness/train/profile/trace.cpp
+  harness/train/profile/op_table.cpp
   variants/variant_config.cpp
   variants/precision_traits.cpp
   workloads/model_config.cpp
@@ -32,10 +32,10 @@ set(LOCKSTEP_CORE_SOURCES
   harness/util/sha256.cpp
   harness/dist/rendezvous.cpp
   harness/runs/summary.cpp
-  harness/train/peak.cpp
+  harness/train/profile/peak.cpp
   harness/runs/run_json.cpp
-  harness/train/probe_file.cpp
-  harness/train/step_turn.cpp
+  harness/vocab/probe_file.cpp
+  harness/vocab/step_turn.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp
@@ -58,7 +58,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/gnuplot.cpp
   reports/compare_plots.cpp
   reports/bisect_console.cpp
-  harness/compare/analysis.cpp
+  harness/compare/comparison_stats.cpp
   harness/compare/envelope.cpp
   harness/compare/probe_check.cpp
   harness/compare/sequential.cpp
@@ -68,7 +68,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/memory_per_rank.cpp
   harness/compare/workload_change.cpp
   harness/compare/golden_mode.cpp
-  harness/compare/gate.cpp
+  harness/gate/gate.cpp
   harness/compare/comparison.cpp
   harness/compare/bisect.cpp
   harness/compare/result_json.cpp
@@ -130,17 +130,21 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/environment.cpp
   harness/train/memory.cpp
   harness/train/phase_timer.cpp
-  harness/train/faults.cpp
-  harness/train/profile_window.cpp
+  harness/train/faults/faults.cpp
+  harness/train/profile/profile_window.cpp
+  harness/train/model_builder.cpp
+  harness/train/hooks.cpp
   harness/train/trainer.cpp
-  harness/train/probe.cpp
+  harness/train/probe/probe.cpp
+  harness/train/probe/prober.cpp
   harness/train/watchdog.cpp
-  harness/train/profiler.cpp
-  harness/train/kineto_window.cpp
-  harness/train/nvtx_layers.cpp
+  harness/train/profile/profiler.cpp
+  harness/train/profile/kineto_window.cpp
+  harness/train/profile/nvtx_layers.cpp
   harness/train/step_graph.cpp
   harness/calibrate.cpp
   harness/runner.cpp
+  harness/finish.cpp
 )
 
 # The command line (links both libraries).

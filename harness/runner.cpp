@@ -13,14 +13,16 @@
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
 #include "harness/external/external_run.h"
+#include "harness/finish.h"
 #include "harness/history/store.h"
-#include "harness/train/peak.h"
+#include "harness/train/profile/peak.h"
 #include "harness/registry/catalog.h"
 #include "harness/runs/metrics_log.h"
 #include "harness/runs/run_folder.h"
 #include "harness/runs/summary.h"
 #include "harness/train/checkpoint.h"
-#include "harness/train/trace.h"
+#include "harness/train/profile/trace.h"
+#include "harness/train/probe/prober.h"
 #include "harness/train/trainer.h"
 #include "harness/train/watchdog.h"
 #include "harness/util/files.h"
@@ -90,37 +92,6 @@ class Observers final : public train::StepObserver {
   std::vector<train::StepObserver*> list_;
 };
 
-// What every finished run does on rank 0 once its summary is written: record it in the history,
-// write --export-losses, print the summary; the exit code from its status.
-int finish_run(const RunRequest& req, const config::Config& cfg, const fs::path& out,
-               const RunSummary& summary, const std::vector<StepRecord>& records,
-               const std::string& who) {
-  if (!req.no_history) {  // a history failure is a warning, never the run's exit code
-    std::vector<double> curve;
-    for (const auto& r : records) curve.push_back(r.loss);
-    const auto db = history::resolve_path(req.history);
-    const std::string err =
-        history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
-    if (!err.empty())
-      std::cerr << "lockstep: warning: run not recorded in " << db.string() << ": " << err << "\n";
-  }
-  if (!req.export_losses.empty()) {
-    std::string text;
-    char buf[64];
-    for (const auto& r : records) {
-      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
-      text += buf;
-    }
-    util::write_atomic(req.export_losses, text);
-  }
-  if (!req.quiet) reports::print_run_summary(std::cout, summary, out);
-  if (summary.status != "ok") {
-    std::cerr << who << ": run failed: " << summary.failure << "\n";
-    return kExitRunFailed;
-  }
-  return kExitPass;
-}
-
 // An arm with an [external] section: its command trains, Lockstep reads and checks what it writes
 // (harness/external/external_run.h) and writes the same run folder as for its own trainer.
 int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
@@ -166,78 +137,40 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
   return finish_run(req, cfg, out, summary, o.records, "lockstep");
 }
 
-}  // namespace
-
-std::vector<config::FlagOverride> request_flags(const RunRequest& req) {
-  std::vector<config::FlagOverride> flags;
-  if (req.steps)
-    flags.push_back({"--steps " + std::to_string(req.steps), "run.steps=" + std::to_string(req.steps)});
-  if (req.nproc)
-    flags.push_back({"--nproc " + std::to_string(req.nproc),
-                     "parallel.world_size=" + std::to_string(req.nproc)});
-  return flags;
+// --probe: the forward at a run's checkpoints, no training, no calibration, one rank
+// (harness/train/probe/prober.h); writes probe.json and probe.bin.
+int probe_arm(const RunRequest& req, const config::Config& cfg, const dist::RankInfo& who,
+              const fs::path& out) {
+  const runs::RunFolder folder(out);
+  const fs::path checkpoints = runs::RunFolder(req.probe).checkpoints();
+  if (!fs::is_directory(checkpoints))
+    throw UsageError(req.probe + ": no checkpoints/ folder to probe (a run folder with "
+                     "[checkpoint] every > 0)");
+  train::Prober prober(cfg, who, checkpoints);
+  fs::create_directories(out);
+  folder.write_config(cfg.to_toml());
+  const auto rec = prober.run();
+  train::write_probe(out, rec);
+  if (!req.quiet)
+    std::cout << "probed " << rec.steps.size() << " checkpoints of " << req.probe << ", "
+              << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
+  return kExitPass;
 }
 
-int run_training(const RunRequest& req) {
-  std::string config_path = req.config;
-  fs::path out = req.out;
-  if (!req.resume.empty()) {
-    config_path = runs::RunFolder(req.resume).config().string();
-    out = req.resume;
-    if (!fs::exists(config_path)) {
-      std::cerr << req.resume << ": not a run folder (no config.toml)\n";
-      return kExitUsage;
-    }
-  }
-  const auto cfg = config::Config::load(config_path, req.sets, request_flags(req));
-  const auto who = dist::rank_info_from_env();
-  const int world = static_cast<int>(cfg.integer("parallel.world_size"));
-  if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));
-  if (fs::exists(out) && !fs::is_directory(out))
-    throw UsageError(out.string() + ": exists and is not a folder (--out names a run folder)");
+// Nobody launched us and the config asks for several ranks: be the launcher (one process per
+// rank over loopback, harness/dist/launcher.h).
+int launch_ranks(const RunRequest& req, const config::Config& cfg, const fs::path& out, int world) {
+  ensure_calibration(cfg, req.quiet);
+  fs::create_directories(out);
+  dist::LaunchSpec spec{util::self_exe(), child_args(req, out), world,
+                        cfg.number("parallel.timeout_s") + 30};
+  return dist::launch(spec);
+}
 
-  // A fresh run into a folder that already holds one would mix the two: metrics.jsonl and
-  // summary.json overwritten, the old run's checkpoints (which --resume would pick up) and its
-  // per-rank files (which diagnose reads) left behind. Refuse before writing anything. Ranks
-  // started by a launcher skip this: the launcher (or the first rank) has created the folder.
+// One rank of Lockstep's own trainer: the run folder's files, the watchdog, the summary.
+int train_rank(const RunRequest& req, const config::Config& cfg, const dist::RankInfo& who,
+               const fs::path& out, int world) {
   const runs::RunFolder folder(out);
-  if (req.resume.empty() && who.source == "default" && folder.holds_run())
-    throw UsageError(out.string() +
-                     " already holds a run (config.toml); choose another --out, remove it, or "
-                     "--resume it");
-
-  if (external::is_external(cfg)) {
-    if (!req.probe.empty())
-      throw UsageError(req.probe + ": an external trainer's arm cannot be probed (Lockstep runs "
-                       "no forward of it)");
-    return run_external_arm(req, cfg, out);
-  }
-
-  if (!req.probe.empty()) {  // the function probe: no training, no calibration, one rank
-    train::TrainOptions topts;
-    topts.out_dir = out;
-    topts.probe_from = runs::RunFolder(req.probe).checkpoints();
-    if (!fs::is_directory(topts.probe_from))
-      throw UsageError(req.probe + ": no checkpoints/ folder to probe (a run folder with "
-                       "[checkpoint] every > 0)");
-    train::Trainer trainer(cfg, who, topts);
-    fs::create_directories(out);
-    folder.write_config(cfg.to_toml());
-    const auto rec = trainer.probe();
-    train::write_probe(out, rec);
-    if (!req.quiet)
-      std::cout << "probed " << rec.steps.size() << " checkpoints of " << req.probe << ", "
-                << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
-    return kExitPass;
-  }
-
-  if (who.source == "default" && world > 1) {  // nobody launched us: be the launcher
-    ensure_calibration(cfg, req.quiet);
-    fs::create_directories(out);
-    dist::LaunchSpec spec{util::self_exe(), child_args(req, out), world,
-                          cfg.number("parallel.timeout_s") + 30};
-    return dist::launch(spec);
-  }
   if (world == 1) ensure_calibration(cfg, req.quiet);
 
   const bool rank0 = who.rank == 0;
@@ -301,7 +234,7 @@ int run_training(const RunRequest& req) {
   train::Watchdog watchdog(trainer.progress(), who.rank, cfg.number("run.step_timeout_s"),
                            cfg.number("run.step_timeout_factor"), [&](const std::string& why) {
                              train::TrainOutcome o;
-                             o.status = "hang";
+                             o.status = RunStatus::Hang;
                              o.failure = why;
                              o.failed_step = trainer.progress().step.load();
                              o.env = train::describe_environment(cfg.str("run.device"),
@@ -323,11 +256,62 @@ int run_training(const RunRequest& req) {
   auto records = req.resume.empty() ? outcome.records : runs::read_metrics(metrics);
   auto summary = write_summary(outcome, records);
   if (!rank0) {
-    if (outcome.status == "ok") return kExitPass;
+    if (outcome.status == RunStatus::Ok) return kExitPass;
     std::cerr << "rank " << who.rank << ": run failed: " << outcome.failure << "\n";
     return kExitRunFailed;
   }
   return finish_run(req, cfg, out, summary, records, "rank 0");
+}
+
+}  // namespace
+
+std::vector<config::FlagOverride> request_flags(const RunRequest& req) {
+  std::vector<config::FlagOverride> flags;
+  if (req.steps)
+    flags.push_back({"--steps " + std::to_string(req.steps), "run.steps=" + std::to_string(req.steps)});
+  if (req.nproc)
+    flags.push_back({"--nproc " + std::to_string(req.nproc),
+                     "parallel.world_size=" + std::to_string(req.nproc)});
+  return flags;
+}
+
+int run_training(const RunRequest& req) {
+  std::string config_path = req.config;
+  fs::path out = req.out;
+  if (!req.resume.empty()) {
+    config_path = runs::RunFolder(req.resume).config().string();
+    out = req.resume;
+    if (!fs::exists(config_path)) {
+      std::cerr << req.resume << ": not a run folder (no config.toml)\n";
+      return kExitUsage;
+    }
+  }
+  const auto cfg = config::Config::load(config_path, req.sets, request_flags(req));
+  const auto who = dist::rank_info_from_env();
+  const int world = static_cast<int>(cfg.integer("parallel.world_size"));
+  if (out.empty()) out = util::timestamped_run_dir(cfg.str("run.name"));
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw UsageError(out.string() + ": exists and is not a folder (--out names a run folder)");
+
+  // A fresh run into a folder that already holds one would mix the two: metrics.jsonl and
+  // summary.json overwritten, the old run's checkpoints (which --resume would pick up) and its
+  // per-rank files (which diagnose reads) left behind. Refuse before writing anything. Ranks
+  // started by a launcher skip this: the launcher (or the first rank) has created the folder.
+  const runs::RunFolder folder(out);
+  if (req.resume.empty() && who.source == "default" && folder.holds_run())
+    throw UsageError(out.string() +
+                     " already holds a run (config.toml); choose another --out, remove it, or "
+                     "--resume it");
+
+  if (external::is_external(cfg)) {
+    if (!req.probe.empty())
+      throw UsageError(req.probe + ": an external trainer's arm cannot be probed (Lockstep runs "
+                       "no forward of it)");
+    return run_external_arm(req, cfg, out);
+  }
+  if (!req.probe.empty()) return probe_arm(req, cfg, who, out);
+  if (who.source == "default" && world > 1) return launch_ranks(req, cfg, out, world);
+  return train_rank(req, cfg, who, out, world);
 }
 
 }  // namespace lockstep

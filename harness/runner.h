@@ -21,7 +21,7 @@ struct RunRequest {
   int nproc = 0;                  // --nproc: overrides parallel.world_size
   std::string resume;             // a previous run's folder to continue
   std::string export_losses;      // write "step loss" lines here
-  // --probe: a run folder whose checkpoints to probe instead of training (harness/train/probe.h);
+  // --probe: a run folder whose checkpoints to probe instead of training (harness/train/probe/probe.h);
   // writes probe.json and probe.bin into the output folder.
   std::string probe;
   bool quiet = false;

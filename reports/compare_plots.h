@@ -2,7 +2,7 @@
 // difference, the step-latency ECDF per arm and the throughput per arm.
 #pragma once
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 #include "reports/gnuplot.h"
 
 namespace lockstep::reports {

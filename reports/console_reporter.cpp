@@ -66,16 +66,16 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   const bool pass = r.verdict == "pass";
   const std::string rule = unicode_ ? "══" : "==";
   o << rule << " Lockstep compare: " << (pass ? "PASS" : "FAIL") << " " << rule << "  (exit "
-    << r.exit_code << ", mode " << r.mode << ", " << fixed(r.wall_seconds, 1) << " s)\n";
+    << r.exit_code << ", mode " << compare::to_string(r.mode) << ", " << fixed(r.wall_seconds, 1) << " s)\n";
   o << table({{"baseline", r.baseline.name, r.baseline.config_path},
               {"variant", r.variant.name, r.variant.config_path}});
 
-  if (r.mode == "golden")
+  if (r.mode == compare::Mode::Golden)
     o << "\nKnobs (golden mode: no baseline config, so no changed keys)\n  " << r.klass_source
       << "\n";
   else
     o << "\nChanged keys\n";
-  if (r.mode != "golden" && r.changes.empty()) o << "  (none: the configs are identical)\n";
+  if (r.mode != compare::Mode::Golden && r.changes.empty()) o << "  (none: the configs are identical)\n";
   for (const auto& c : r.changes)
     o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob)
       << ")\n";
@@ -92,7 +92,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
 
   const auto& a = r.alignment;
   o << "\nAlignment ("
-    << (a.applicable ? a.klass : std::string("not applicable: the workload changed"))
+    << (a.applicable ? std::string(config::knob_class_name(a.klass)) : std::string("not applicable: the workload changed"))
     << ", loss at step " << a.check_step << (a.applicable ? "" : ", not judged") << ")\n";
   o << "  loss reference: " << r.loss_reference << "\n";
   std::vector<std::vector<std::string>> rows{
@@ -144,10 +144,10 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   std::string mem_delta =
       r.delta.memory_pct ? text::signed_fixed(*r.delta.memory_pct, 1, "%") : "n/a";
   // Untimed: what was measured (peak memory of the full runs), not a table of n/a.
-  if (!r.timed && r.mode == "golden" && v.peak_memory_bytes > 0)
+  if (!r.timed && r.mode == compare::Mode::Golden && v.peak_memory_bytes > 0)
     o << "  variant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
       << " per rank (its full run)\n";
-  if (!r.timed && r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+  if (!r.timed && r.mode != compare::Mode::Golden && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
     o << table({{"", "baseline", "variant", "delta"},
                 {"peak memory", human_bytes(static_cast<double>(b.peak_memory_bytes)),
                  human_bytes(static_cast<double>(v.peak_memory_bytes)), mem_delta}});

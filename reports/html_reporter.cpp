@@ -39,7 +39,7 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
   o << "<header class=\"banner " << (pass ? "pass" : "fail") << "\"><h1>"
     << (pass ? "✔ PASS" : "✘ FAIL") << "</h1><p>variant <b>" << html_escape(r.variant.name)
     << "</b> vs baseline <b>" << html_escape(r.baseline.name) << "</b> · exit " << r.exit_code
-    << " · mode " << html_escape(r.mode) << " · " << html_escape(text::timing_summary(r)) << " · "
+    << " · mode " << html_escape(compare::to_string(r.mode)) << " · " << html_escape(text::timing_summary(r)) << " · "
     << fixed(r.wall_seconds, 1) << " s</p></header>\n<main>\n";
   for (const auto& w : r.warnings) o << "<div class=\"notice\">⚠ " << html_escape(w) << "</div>\n";
   if (r.too_few_repeats)
@@ -51,7 +51,7 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
 }
 
 void config_diff(std::ostream& o, const compare::CompareResult& r) {
-  if (r.mode == "golden") {  // no baseline config: no diff to show
+  if (r.mode == compare::Mode::Golden) {  // no baseline config: no diff to show
     o << "<section><h2>Configuration</h2>\n<p><span class=\"arm-b\">golden</span> "
       << html_code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
       << html_code(r.variant.config_path)
@@ -82,7 +82,7 @@ void alignment(std::ostream& o, const compare::CompareResult& r) {
     << (!a.applicable ? "na\">not applicable"
         : a.aligned   ? "ok\">aligned"
                       : "bad\">not aligned")
-    << "</span></h2>\n<p>" << html_escape(a.klass) << " knob, loss at step " << a.check_step;
+    << "</span></h2>\n<p>" << html_escape(config::knob_class_name(a.klass)) << " knob, loss at step " << a.check_step;
   if (!a.explanation.empty()) o << ": " << html_escape(a.explanation);
   o << "</p>\n<p class=\"muted\">Loss reference: " << html_escape(r.loss_reference) << "</p>\n";
   o << "<table><tr><th class=\"num\">Baseline</th><th class=\"num\">Variant</th><th "
@@ -139,10 +139,10 @@ void performance(std::ostream& o, const compare::CompareResult& r) {
   if (!r.timed) {  // what was measured (peak memory of the full runs), not a table of n/a
     o << "<section><h2>Performance</h2>\n<p class=\"muted\">"
       << html_escape(text::timing_summary(r)) << ".</p>\n";
-    if (r.mode == "golden" && v.peak_memory_bytes > 0)
+    if (r.mode == compare::Mode::Golden && v.peak_memory_bytes > 0)
       o << "<p>Variant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
         << " per rank (its full run).</p>\n";
-    if (r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+    if (r.mode != compare::Mode::Golden && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
       o << "<table><tr><th>Metric</th><th class=\"num\">Baseline</th><th "
            "class=\"num\">Variant</th><th class=\"num\">Δ</th></tr>\n<tr>"
         << td("peak memory") << td(human_bytes(static_cast<double>(b.peak_memory_bytes)), true)

@@ -41,7 +41,7 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   };
   property("verdict", r.verdict);
   property("exit_code", std::to_string(r.exit_code));
-  property("mode", r.mode);
+  property("mode", compare::to_string(r.mode));
   property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
   property("variant", r.variant.name + " (" + r.variant.config_path + ")");
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);

@@ -73,7 +73,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   const bool pass = r.verdict == "pass";
   o << "## " << (pass ? "✅" : "❌") << " Lockstep: " << (pass ? "PASS" : "FAIL") << " — "
     << markdown_escape(r.variant.name) << " vs " << markdown_escape(r.baseline.name) << "\n\n";
-  o << "exit " << r.exit_code << " · mode " << markdown_escape(r.mode) << " · "
+  o << "exit " << r.exit_code << " · mode " << markdown_escape(compare::to_string(r.mode)) << " · "
     << text::timing_summary(r) << " · " << fixed(r.wall_seconds, 1) << " s\n\n";
   for (const auto& w : r.warnings) o << "> ⚠️ " << markdown_escape(w) << "\n";
   if (r.too_few_repeats)
@@ -83,7 +83,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "**Run failed:** " << markdown_escape(r.failed_arm) << " — " << markdown_escape(r.failure)
       << "\n\n";
 
-  if (r.mode == "golden") {
+  if (r.mode == compare::Mode::Golden) {
     o << "**Knobs** (golden mode: no baseline config, so no changed keys): "
       << markdown_escape(r.klass_source) << "\n";
   } else {
@@ -98,7 +98,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
       << "; variant " << markdown_escape(text::plugins(r.variant.plugins)) << "\n";
 
   const auto& a = r.alignment;
-  o << "\n**Alignment** (" << markdown_escape(a.klass) << ", loss at step " << a.check_step << "): "
+  o << "\n**Alignment** (" << markdown_escape(config::knob_class_name(a.klass)) << ", loss at step " << a.check_step << "): "
     << (!a.applicable ? "➖ not applicable"
         : a.aligned   ? "✅ aligned"
                       : "❌ not aligned");
@@ -134,10 +134,10 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   if (!r.timed) {
     // What was measured (peak memory of the full runs), not a table of n/a.
     o << "\n**Performance**: " << markdown_escape(text::timing_summary(r)) << "\n";
-    if (r.mode == "golden" && v.peak_memory_bytes > 0)
+    if (r.mode == compare::Mode::Golden && v.peak_memory_bytes > 0)
       o << "\nVariant peak memory " << human_bytes(static_cast<double>(v.peak_memory_bytes))
         << " per rank (its full run).\n";
-    if (r.mode != "golden" && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
+    if (r.mode != compare::Mode::Golden && b.peak_memory_bytes > 0 && v.peak_memory_bytes > 0)
       o << "\n"
         << markdown_row({"Metric", "Baseline", "Variant", "Δ"}) << "|---|--:|--:|--:|\n"
         << markdown_row(

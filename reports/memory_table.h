@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 
 namespace lockstep::reports {
 

@@ -75,14 +75,14 @@ bool any_plugins(const compare::CompareResult& r) {
 }  // namespace text
 std::string text::timing_summary(const compare::CompareResult& r) {
   if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
-  if (r.mode == "golden") return "not timed (golden mode: no second arm to time against)";
+  if (r.mode == compare::Mode::Golden) return "not timed (golden mode: no second arm to time against)";
   if (!r.failed_arm.empty()) return "not timed (a run failed)";
   return "not timed (the loss does not align)";
 }
 
 std::string text::timing_methods(const compare::CompareResult& r) {
   const std::string rest = r.policy.ci_percent() + " bootstrap CI, Mann-Whitney p";
-  if (r.interleave != "step") return "medians, " + rest;
+  if (r.interleave != compare::Interleave::Step) return "medians, " + rest;
   return "medians; tokens/s: paired t over the pairs' log ratios, " + r.policy.ci_percent() +
          " CI; the rest: " + rest;
 }
@@ -165,7 +165,7 @@ std::string text::inconclusive_summary(const compare::CompareResult& r) {
   for (const auto& c : r.checks) n += compare::verdict_of(c) == "inconclusive" ? 1 : 0;
   if (n == 0) return "";
   return util::count_of(n, "timing check") + " inconclusive (could not tell; on_inconclusive = " +
-         r.policy.on_inconclusive + (r.policy.on_inconclusive == "pass" ? ": passes" : ": fails") +
+         r.policy.on_inconclusive + (r.policy.inconclusive_passes() ? ": passes" : ": fails") +
          ")";
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 #include "reports/reporter_for.h"
 #include "reports/text.h"
 

@@ -16,8 +16,8 @@ std::string human_bytes(double b) {
 
 void print_run_summary(std::ostream& os, const RunSummary& s, const std::filesystem::path& out) {
   char buf[256];
-  os << "\n" << s.name << ": " << s.steps << " steps, status " << s.status;
-  if (s.status != "ok") os << " (" << s.failure << ")";
+  os << "\n" << s.name << ": " << s.steps << " steps, status " << to_string(s.status);
+  if (!s.ok()) os << " (" << s.failure << ")";
   os << "\n";
   std::snprintf(buf, sizeof buf, "  final loss      %.4f", s.final_loss);
   os << buf;

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::reports {
 

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "harness/train/trainer.h"
+#include "harness/vocab/observer.h"
 
 namespace lockstep::reports {
 

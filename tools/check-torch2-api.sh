@@ -87,7 +87,7 @@ version_of() {  # LibTorch's version in an unpacked root, e.g. "2.6" (2.9+: in h
 # The example plugins too: the plugin header and its examples must build against 2.x.
 mapfile -t sources < <(cd "$root" && find harness workloads variants reports examples/plugins -name '*.cpp' | sort)
 # ... and the in-process CUDA tests bench/gpu-check.sh builds on a GPU machine (cuda pass only).
-cuda_tests=(tests/cuda_path_test.cpp tests/fused_cuda_test.cpp)
+cuda_tests=(tests/numerics/cuda_path_test.cpp tests/numerics/fused_cuda_test.cpp)
 mapfile -t cu_sources < <(cd "$root" && find harness workloads variants reports examples -name '*.cu' 2>/dev/null | sort)
 
 # reaches PATTERN MEMO FILE: whether FILE matches the extended regex PATTERN, itself or through the

@@ -7,12 +7,16 @@
 # one node per top folder would hide every loop inside harness/. tests/, bench/, fuzz/ and
 # examples/ are consumers, not components: they may include any layer and are not scanned.
 #
-# The rules (README "Repository layout"; issue 13):
+# The rules (docs/layout.md; issues 13 and 33):
 #   1. Every folder is in a layer of LAYERS below, lowest first; a folder includes only folders in
 #      its own layer or below (lower layers never include upper ones). A new folder must be added.
 #   2. Layer 0 is the foundation: its folders include nothing from any other component
 #      (harness/config, harness/stats, harness/util, harness/compat, the plugin SDK header).
 #   3. No cycle, also among the folders of one layer.
+#   4. Where LibTorch begins: a folder marked "-" in LAYERS' second column is torch-free. Its
+#      files include no LibTorch header (<torch/...>, <ATen/...>, <c10/...>) and no folder marked
+#      "T" (LibTorch inside). "~" marks a folder that holds both kinds of file (its torch-free
+#      files are listed in cmake/sources.cmake's LOCKSTEP_CORE_SOURCES).
 #
 # usage: tools/include-graph.sh [-q] [SOURCE_ROOT]    (-q: print nothing when the rules hold)
 # stdout: the edges ("FROM -> TO  (N includes)"), then "ok"; violations go to stderr, each with the
@@ -20,21 +24,25 @@
 # exit:   0 the rules hold; 1 a rule is broken; 2 usage error
 set -euo pipefail
 
-# layer  folders                                    # what they are
+# layer torch folders                                  # what they are
 LAYERS='
-0  include/lockstep harness/compat harness/config harness/stats harness/util  # foundation
-1  harness/registry harness/dist harness/gate       # the name catalog, process groups, gate policy
-2  workloads                                        # the reference model and its data
-3  variants                                         # act on the model from outside
-4  harness/kernels                                  # binds the catalog names to kernels
-5  harness/train                                    # the trainer
-6  harness/runs harness/external                    # run folders, child runs, external trainers
-7  harness/compare harness/diagnose harness/scale harness/history   # analyses of runs
-8  reports reports/diagnose reports/history reports/scale           # renderers only
-9  harness harness/cli                              # runner, config sections, commands
-10 harness/main.cpp                                 # the entry point
+0  -  harness/config harness/stats harness/util       # foundation: config, statistics, utilities
+0  T  include/lockstep harness/compat                 # foundation: the plugin SDK, LibTorch shims
+1  -  harness/vocab                                   # THE TORCH-FREE RUN VOCABULARY: records, observer, config sections, probe file, turn protocol
+1  -  harness/registry harness/gate                   # the name catalog, the gate
+1  ~  harness/dist                                    # process groups (rendezvous torch-free, c10d not)
+2  ~  workloads                                       # the reference model and its data
+3  ~  variants                                        # act on the model from outside
+4  T  harness/kernels                                 # binds the catalog names to kernels
+5  T  harness/train/profile harness/train/faults      # step hooks: profile window, faults
+6  T  harness/train                                   # the model step: data, forward, backward, reduce, update
+7  T  harness/train/probe                             # the function probe, built on the model builder
+8  -  harness/runs harness/external                   # run folders, child runs, external trainers
+9  -  harness/compare harness/diagnose harness/scale harness/history   # analyses of runs
+10 -  reports reports/diagnose reports/history reports/scale           # renderers only
+11 ~  harness harness/cli                             # runner, config sections, commands
+12 ~  harness/main.cpp                                # the entry point
 '
-
 quiet=0
 if [[ ${1:-} == -q ]]; then quiet=1; shift; fi
 [[ $# -le 1 ]] || { echo "usage: $0 [-q] [SOURCE_ROOT]" >&2; exit 2; }
@@ -46,15 +54,17 @@ for t in "${tops[@]}"; do [[ -d $t ]] || { echo "$0: no $root/$t" >&2; exit 2; }
 # "file:line:text" for every quoted include (and <...> naming a project folder).
 grep -rHnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cc' \
      --include='*.cu' --include='*.cuh' \
-     '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<(harness|variants|workloads|reports|include)/)' \
+     '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<(harness|variants|workloads|reports|include|torch|ATen|c10)/)' \
      "${tops[@]}" |
 awk -v layers="$LAYERS" -v quiet="$quiet" '
-function component(path,   n, s, d) {  # the node a project file belongs to ("" = not ours)
+function component(path,   n, s) {  # the node a project file belongs to: its folder ("" = not ours)
   if (path == "harness/main.cpp") return path
   n = split(path, s, "/")
-  if (s[1] == "include") return n >= 3 ? s[1] "/" s[2] : ""
-  if (s[1] != "harness" && s[1] != "variants" && s[1] != "workloads" && s[1] != "reports") return ""
-  return n >= 3 ? s[1] "/" s[2] : s[1]
+  if (s[1] != "harness" && s[1] != "variants" && s[1] != "workloads" && s[1] != "reports" &&
+      s[1] != "include") return ""
+  if (n < 2 || (s[1] == "include" && n < 3)) return ""
+  sub(/\/[^\/]*$/, "", path)
+  return path
 }
 function normalize(path,   n, s, i, k, out, o) {  # folds "." and ".." segments
   n = split(path, s, "/"); k = 0
@@ -73,7 +83,7 @@ BEGIN {
   for (r = 1; r <= nl; r++) {
     line = rows[r]; sub(/#.*/, "", line)
     nf = split(line, f, " ")
-    for (i = 2; i <= nf; i++) layer[f[i]] = f[1] + 0
+    for (i = 3; i <= nf; i++) { layer[f[i]] = f[1] + 0; kind[f[i]] = f[2] }
   }
 }
 {
@@ -82,6 +92,14 @@ BEGIN {
   rest = substr($0, length(file) + 2); ln = rest; sub(/:.*/, "", ln)
   target = rest; sub(/^[^"<]*["<]/, "", target); sub(/[">].*$/, "", target)
   from = component(file)
+  if (target ~ /^(torch|ATen|c10)\//) {  # a LibTorch header: only where LibTorch may be
+    if (kind[from] == "-") {
+      printf "include-graph: %s is torch-free but includes LibTorch:\n      %s:%s: #include <%s>\n",
+             from, file, ln, target > "/dev/stderr"
+      torchbad = 1
+    }
+    next
+  }
   if (target ~ /^(harness|variants|workloads|reports|include)\//) to = component(target)
   else {  # relative to the including file (none today; counted the same way if one appears)
     rel = normalize(dirname(file) "/" target)
@@ -136,6 +154,15 @@ END {
       bad = 1
     }
   }
+  for (e = 1; e <= ne; e++) {
+    split(edges[e], p, SUBSEP); a = p[1]; b = p[2]
+    if (kind[a] == "-" && kind[b] == "T") {
+      printf "include-graph: %s is torch-free but includes %s, which holds LibTorch:%s\n",
+             a, b, where[edges[e]] > "/dev/stderr"
+      bad = 1
+    }
+  }
+  if (torchbad) bad = 1
   for (n in nodes) if (color[n] == 0 && visit(n)) { bad = 1; break }
   if (!quiet) {
     for (e = 1; e <= ne; e++) {
@@ -146,5 +173,5 @@ END {
     close("sort")
   }
   if (bad) { print "include-graph: FAILED (see above)" > "/dev/stderr"; exit 1 }
-  if (!quiet) print "ok: no include cycle between folders; every include goes to its own layer or below"
+  if (!quiet) print "ok: no include cycle between folders; every include goes to its own layer or below; torch-free folders include no LibTorch"
 }'

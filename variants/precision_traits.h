@@ -1,5 +1,5 @@
 // The compute precisions (`[precision] compute`) as one typed vocabulary: an enum and one traits
-// table that precision (variants/precision.h), the peak lookup (harness/train/peak.h), calibration
+// table that precision (variants/precision.h), the peak lookup (harness/train/profile/peak.h), calibration
 // (harness/calibrate.h), the runner and the comparison's knob classification all read, so no
 // component re-interprets the config string on its own. LibTorch-free.
 #pragma once

@@ -75,7 +75,7 @@ class Sharding final : public workloads::UnitHooks {
   // Every model parameter's full value / full reduced gradient (unit_parameters() order), copies
   // assembled from the shards: an all-gather where they are sharded (parameters at stage 3,
   // gradients at stages 2-3), so every rank calls it. For numerics checks
-  // (tests/numerics_test.cpp); the step never calls it.
+  // (tests/numerics/numerics_test.cpp); the step never calls it.
   std::vector<torch::Tensor> full_params();
   std::vector<torch::Tensor> full_grads();
 

@@ -38,7 +38,7 @@ const config::SectionSchema& precision_schema() {
               .one_of(names_of(all_computes()))
               .kind(Knob::Approximate)
               // tf32 is a no-op on CPU (exact); bf16/fp16 change rounding (approximate: judged
-              // against the seed band). The device is the variant's.
+              // by the noise envelope and the function probe). The device is the variant's.
               .judged_by([](const config::Config& a, const config::Config& b) {
                 return precision_change_knob(*parse_compute(a.str("precision.compute")),
                                              *parse_compute(b.str("precision.compute")),

@@ -23,7 +23,8 @@ const config::SectionSchema& attention_schema();
 // How a change of attention.impl is judged. `declared`: by the knob classes the two registry
 // entries declare (their class in fp32). Where it is exact, it stays exact only if neither config
 // computes under autocast: under bf16/fp16 two attention kernels round apart (a fused kernel's
-// blocks vs the math path's bf16 score matrix), approximate: judged against the seed band.
+// blocks vs the math path's bf16 score matrix), approximate: judged by the noise envelope and the
+// function probe (docs/method.md).
 config::Knob attention_change_knob(config::Knob declared, Compute a, Compute b);
 
 }  // namespace lockstep::variants

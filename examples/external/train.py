@@ -4,7 +4,7 @@
 A GPT (token + position embeddings, pre-LayerNorm blocks of causal self-attention and a GELU MLP,
 weight-tied head) trained with AdamW, linear warmup then cosine decay, on a synthetic Markov
 stream that is a pure function of the seed. One JSON line per step goes to --metrics, in
-Lockstep's metrics protocol (README "An external trainer"): step, loss, step_ms, tokens, and the
+Lockstep's metrics protocol (docs/extending.md "An external trainer"): step, loss, step_ms, tokens, and the
 optional grad_norm, lr and phase times.
 
     python3 train.py --seed 1234 --steps 60 --metrics m.jsonl [--dtype fp32|bf16]

@@ -10,9 +10,9 @@
 #include "harness/cli/compare_out.h"
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
+#include "harness/finish.h"
 #include "harness/compare/bisect.h"
 #include "harness/compare/comparison.h"
-#include "harness/compare/swap_hint.h"
 #include "harness/util/exit_codes.h"
 #include "harness/history/store.h"
 #include "harness/util/files.h"
@@ -22,32 +22,13 @@
 namespace lockstep::cli {
 namespace {
 
-// Writes the reports and records the comparison in the history database (unless record is
-// false); a recording failure is a one-line warning, never the exit code.
-int report_and_exit(const compare::CompareResult& r, const std::string& out,
-                    const std::string& history_db = "", bool record = true) {
-  auto files = reports::write_reports(r, out);
-  std::cout << reports::make_reporter("console")->render(r);
-  for (const auto& f : files) std::cout << "  " << f.string() << "\n";
-  if (record) {
-    std::vector<std::string> paths;
-    for (const auto& f : files) paths.push_back(std::filesystem::absolute(f).string());
-    const auto db = history::resolve_path(history_db);
-    const std::string err = history::try_record_compare(db, r, paths);
-    if (!err.empty())
-      std::cerr << "lockstep: warning: comparison not recorded in " << db.string() << ": " << err
-                << "\n";
-  }
-  return r.exit_code;
-}
-
 // --against-history: the latest recorded healthy run of the baseline's effective config (same
 // config hash) on this machine. Throws UsageError (exit 2) when there is none.
-void use_history_reference(compare::CompareRequest& req, const std::string& history_db) {
+compare::ReferenceCurve history_reference(const compare::CompareRequest& req,
+                                          const config::Config& cfg,
+                                          const std::string& history_db) {
   auto sets = req.baseline.sets;
-  if (req.steps > 0)
-    sets.push_back("run.steps=" + std::to_string(req.steps));  // as run_comparison does
-  const auto cfg = config::Config::load(req.baseline.config, sets);
+  if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));  // for the hint
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const auto db = history::resolve_path(history_db);
@@ -64,9 +45,8 @@ void use_history_reference(compare::CompareRequest& req, const std::string& hist
                      "' (hash " + cfg.hash() + ") on host " + host + " in " + db.string() +
                      "; record one with `" + record + " --history " + db.string() + "`");
   }
-  req.reference_curve = ref->curve;
-  req.reference_source = "history run #" + std::to_string(ref->id) + " (commit " +
-                         ref->git_commit.substr(0, 10) + ", " + ref->recorded_at + ")";
+  return {ref->curve, "history run #" + std::to_string(ref->id) + " (commit " +
+                         ref->git_commit.substr(0, 10) + ", " + ref->recorded_at + ")"};
 }
 
 void progress_line(const std::string& s) {
@@ -160,12 +140,12 @@ void add_compare_command(CLI::App& app, Action& action) {
           std::cerr << "lockstep compare: --against-history needs BASELINE VARIANT, not --golden\n";
           return kExitUsage;
         }
-        use_history_reference(req, o->history);
+        req.history_reference = [req, db = o->history](const config::Config& baseline) {
+          return history_reference(req, baseline, db);
+        };
       }
       auto result = compare::run_comparison(req);
-      if (auto hint = compare::swapped_arms_hint(result); !hint.empty())
-        result.warnings.push_back(hint);
-      return report_and_exit(result, req.out_dir, o->history, !o->no_history);
+      return finish_compare(result, req.out_dir, o->history, !o->no_history);
     };
   });
 }
@@ -223,7 +203,7 @@ void add_demo_command(CLI::App& app, Action& action) {
           "variant", std::string(LOCKSTEP_SOURCE_DIR) + "/configs/variants/bf16.toml", {}};
       req.out_dir = util::timestamped_run_dir("demo-bf16").string();
       req.log = progress_line;
-      return report_and_exit(compare::run_comparison(req), req.out_dir);
+      return finish_compare(compare::run_comparison(req), req.out_dir, "", /*record=*/true);
     };
   });
 }

@@ -8,7 +8,7 @@
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/util/exit_codes.h"
-#include "harness/train/peak.h"
+#include "harness/train/profile/peak.h"
 #include "harness/runner.h"
 
 namespace lockstep::cli {

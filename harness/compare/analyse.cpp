@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "harness/compare/analysis.h"
+#include "harness/compare/comparison_stats.h"
 #include "harness/registry/catalog.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/compare/memory_per_rank.h"
@@ -47,10 +47,10 @@ void fail_arm(CompareResult& r, ArmResult& arm, const runs::RunOutcome& o) {
 }
 
 // The index of an arm's full run in plan.alignment (the plan always has one per arm it runs).
-size_t full_run(const ComparisonPlan& plan, const std::string& arm) {
+size_t full_run(const ComparisonPlan& plan, Arm arm) {
   for (size_t i = 0; i < plan.alignment.size(); ++i)
-    if (plan.alignment[i].arm == arm && plan.alignment[i].role == "full") return i;
-  throw std::logic_error("comparison plan without a full " + arm + " run");
+    if (plan.alignment[i].arm == arm && plan.alignment[i].role == Role::Full) return i;
+  throw std::logic_error(std::string("comparison plan without a full ") + to_string(arm) + " run");
 }
 
 void fill_arm_from_alignment(ArmResult& arm, const ArmRun& run, const runs::RunOutcome& o) {
@@ -77,18 +77,18 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.variant.label = "variant";
   r.baseline.name = plan.baseline_config.str("run.name");
   r.variant.name = plan.variant_config.str("run.name");
-  r.baseline.config_path = plan.mode == "ab" ? plan.baseline_path : plan.golden_file;
+  r.baseline.config_path = plan.mode == Mode::AB ? plan.baseline_path : plan.golden_file;
   r.variant.config_path = plan.variant_path;
   auto refs = [](const config::Config& c) {
     std::vector<PluginRef> out;
     for (const auto& p : registry::plugin_files(c)) out.push_back(PluginRef{p.file, p.sha256});
     return out;
   };
-  if (plan.mode == "ab") r.baseline.plugins = refs(plan.baseline_config);
+  if (plan.mode == Mode::AB) r.baseline.plugins = refs(plan.baseline_config);
   r.variant.plugins = refs(plan.variant_config);
 
-  if (plan.mode == "ab") {
-    const size_t bi = full_run(plan, "baseline");
+  if (plan.mode == Mode::AB) {
+    const size_t bi = full_run(plan, Arm::Baseline);
     fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
     fill_memory_per_rank(r.baseline, outs[bi].summary, plan.baseline_config);
     r.env = outs[bi].summary.env;
@@ -98,20 +98,20 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     r.baseline.name = "golden";
     r.loss_reference = "golden file " + plan.golden_file;
   }
-  const size_t vi = full_run(plan, "variant");
+  const size_t vi = full_run(plan, Arm::Variant);
   fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
   fill_memory_per_rank(r.variant, outs[vi].summary, plan.variant_config);
-  if (plan.mode == "golden") r.env = outs[vi].summary.env;
+  if (plan.mode == Mode::Golden) r.env = outs[vi].summary.env;
   if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
 
   std::optional<EnvelopeInput> envelope;
-  if (plan.approximate_rule == "envelope") {
+  if (plan.approximate_rule == Rule::Envelope) {
     EnvelopeInput e;
     e.noise = plan.envelope_noise;
     e.noise_source = plan.envelope_noise_source;
     e.factor = r.policy.envelope_factor;
     for (size_t i = 0; i < plan.alignment.size(); ++i) {
-      if (plan.alignment[i].role != "envelope") continue;
+      if (plan.alignment[i].role != Role::Envelope) continue;
       if (!outs[i].ok()) {  // a perturbed baseline that fails is the baseline's failure
         fail_arm(r, r.baseline, outs[i]);
         continue;
@@ -122,17 +122,17 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     envelope = e;
   }
   std::optional<BandInput> band;
-  if (plan.approximate_rule == "seed band") {
+  if (plan.approximate_rule == Rule::SeedBand) {
     BandInput b;
     const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
                                                : static_cast<int64_t>(r.baseline.loss_curve.size());
     // Golden mode measures the spread on the variant's seeds (harness/compare/golden_mode.h).
-    const bool golden = plan.mode == "golden";
+    const bool golden = plan.mode == Mode::Golden;
     ArmResult& band_arm = golden ? r.variant : r.baseline;
-    b.seeds.push_back(plan.alignment[full_run(plan, band_arm.label)].seed);
+    b.seeds.push_back(plan.alignment[full_run(plan, golden ? Arm::Variant : Arm::Baseline)].seed);
     b.losses.push_back(loss_at(band_arm.loss_curve, cs));
     for (size_t i = 0; i < plan.alignment.size(); ++i) {
-      if (plan.alignment[i].role != "seed band") continue;
+      if (plan.alignment[i].role != Role::SeedBand) continue;
       if (!outs[i].ok()) {
         fail_arm(r, band_arm, outs[i]);
         continue;
@@ -142,7 +142,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     }
     band = b;
   }
-  const bool from_history = plan.mode == "ab" && !plan.reference_curve.empty();
+  const bool from_history = plan.mode == Mode::AB && !plan.reference_curve.empty();
   if (from_history) {
     r.loss_reference = plan.reference_source.empty() ? "history run" : plan.reference_source;
     r.warnings.push_back("loss reference from " + r.loss_reference +
@@ -152,13 +152,13 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.alignment = check_alignment(from_history ? plan.reference_curve : r.baseline.loss_curve,
                                 r.variant.loss_curve, r.policy.check_step, r.policy.tolerance,
                                 plan.klass, band, envelope, r.policy.curve_window_pct);
-  if (plan.klass == "workload") mark_workload_change(r.alignment, plan.workload_changes);
-  if (plan.mode == "golden") golden_seed_band(r.alignment);
-  if (plan.mode == "ab" && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)
+  if (plan.klass == config::Knob::Workload) mark_workload_change(r.alignment, plan.workload_changes);
+  if (plan.mode == Mode::Golden) golden_seed_band(r.alignment);
+  if (plan.mode == Mode::AB && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)
     r.warnings.push_back(
         "not timed: the loss does not align, and an optimization that changes the math is rejected "
         "before its speed matters");
-  if (plan.mode == "ab" && r.baseline.peak_memory_bytes > 0 && r.variant.peak_memory_bytes > 0)
+  if (plan.mode == Mode::AB && r.baseline.peak_memory_bytes > 0 && r.variant.peak_memory_bytes > 0)
     r.delta.memory_pct = 100.0 * (static_cast<double>(r.variant.peak_memory_bytes) /
                                       static_cast<double>(r.baseline.peak_memory_bytes) -
                                   1.0);
@@ -177,7 +177,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   }
   std::vector<train::ProbeRecord> recs;
   for (size_t i = 0; i < plan.probes.size(); ++i) {
-    ArmResult& arm = plan.probes[i].arm == "variant" ? r.variant : r.baseline;
+    ArmResult& arm = plan.probes[i].arm == Arm::Variant ? r.variant : r.baseline;
     runs::RunOutcome o = i < outs.size() ? outs[i] : runs::RunOutcome{};
     if (i >= outs.size()) o.status = "not run", o.failure = "no outcome";
     if (o.ok()) {
@@ -203,7 +203,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
     return;
   }
   Alignment& a = r.alignment;
-  if ((a.rule != "envelope" && a.rule != "tolerance") || !a.applicable) return;
+  if ((a.rule != Rule::Envelope && a.rule != Rule::Tolerance) || !a.applicable) return;
   char buf[400];
   if (pc.passed)
     std::snprintf(buf, sizeof buf,
@@ -222,7 +222,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   a.explanation += buf;
   if (a.aligned && !pc.passed) {
     a.aligned = false;
-    if (plan.mode == "ab" && r.failed_arm.empty())
+    if (plan.mode == Mode::AB && r.failed_arm.empty())
       r.warnings.push_back(
           "not timed: the function probe shows the variant computes another function at the "
           "same weights, and an optimization that changes the math is rejected before its speed "
@@ -231,7 +231,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
 }
 
 bool should_time(const CompareResult& r) {
-  return r.mode == "ab" && r.failed_arm.empty() && (r.alignment.aligned || !r.alignment.applicable);
+  return r.mode == Mode::AB && r.failed_arm.empty() && (r.alignment.aligned || !r.alignment.applicable);
 }
 
 void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
@@ -239,7 +239,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   std::vector<std::vector<double>> curves_b, curves_v;
   for (size_t i = 0; i < outs.size(); ++i) {
     const auto& o = outs[i];
-    const bool is_b = plan.timing[i].arm == "baseline";
+    const bool is_b = plan.timing[i].arm == Arm::Baseline;
     ArmResult& arm = is_b ? r.baseline : r.variant;
     if (!o.ok()) {
       fail_arm(r, arm, o);
@@ -308,7 +308,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   aggregate_profile(r.variant);
   r.breakdown = compare_breakdown(r.baseline, r.variant);
   // Pairs that took turns step by step shared the host's state step for step: judged as
-  // matched pairs (README "Timing in turns"); repeats run one after the other as two samples.
+  // matched pairs (docs/method.md "Timing in turns"); repeats run one after the other as two samples.
   r.interleave = plan.interleave;
   r.interleave_note = plan.interleave_note;
   r.delta.tokens_per_sec_pct =

@@ -1,14 +1,14 @@
 // Stage 3 of a comparison (plan -> execute -> analyse -> gate): the runs' outcomes, read against
 // the plan, become the CompareResult the gate judges and the reports print: the arms, the loss
 // alignment (tolerance, noise envelope or seed band), the determinism self-check, the per-arm
-// aggregates and the deltas with their confidence intervals (statistics: analysis.h). Runs
+// aggregates and the deltas with their confidence intervals (statistics: comparison_stats.h). Runs
 // nothing and writes nothing.
 #pragma once
 
 #include <vector>
 
 #include "harness/compare/plan.h"
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 #include "harness/runs/child_run.h"
 
 namespace lockstep::compare {

@@ -1,6 +1,6 @@
 #include "harness/compare/bisect.h"
 
-#include "harness/compare/analysis.h"
+#include "harness/compare/comparison_stats.h"
 #include "harness/compare/comparison.h"
 #include "harness/util/exit_codes.h"
 

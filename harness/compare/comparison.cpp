@@ -7,9 +7,10 @@
 
 #include "harness/compare/analyse.h"
 #include "harness/compare/execute.h"
-#include "harness/compare/gate.h"
+#include "harness/gate/gate.h"
 #include "harness/compare/plan.h"
 #include "harness/compare/sequential.h"
+#include "harness/compare/swap_hint.h"
 #include "harness/runs/run_folder.h"
 #include "harness/util/exit_codes.h"
 
@@ -41,11 +42,6 @@ CompareResult run_comparison(const CompareRequest& req) {
   CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
   if (!plan.probes.empty() && r.failed_arm.empty()) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
-    // The probe's checkpoints (weights and AdamW state, 4 of them: gigabytes for a large preset)
-    // served only it; the sketches stay in arms/probe/.
-    std::error_code ec;
-    std::filesystem::remove_all(runs::RunFolder(plan.probes.front().job.probe_from).checkpoints(),
-                                ec);
   } else {
     analyse_probe(plan, {}, r);  // says why it did not run
   }
@@ -56,6 +52,8 @@ CompareResult run_comparison(const CompareRequest& req) {
       analyse_timing(plan, execute_timing(plan, req.log), r);
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Before the gate rules: a hint is part of what it reports, never an afterthought.
+  if (auto hint = swapped_arms_hint(r); !hint.empty()) r.warnings.push_back(hint);
   gate::apply(r);
   return r;
 }

@@ -8,7 +8,7 @@
 //   plan     (plan.h)     request -> ComparisonPlan: configs, policy, knobs, the runs to make
 //   execute  (execute.h)  plan -> the runs' outcomes (child `lockstep run`s)
 //   analyse  (analyse.h)  plan + outcomes -> CompareResult (alignment, determinism, deltas)
-//   gate     (gate.h)     CompareResult -> checks, verdict, exit code
+//   gate     (harness/gate/gate.h)  CompareResult -> checks, verdict, exit code
 // Execute and analyse go twice: the timing repeats run only when the alignment runs align. With
 // [gate] repeats = "auto" the timing repeats go look by look (sequential.h).
 #pragma once
@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
+#include "harness/config/config.h"
 
 namespace lockstep::compare {
 
@@ -30,6 +31,12 @@ struct ArmSpec {
 // CompareRequest::repeats for `--repeats auto` (gate.repeats = "auto").
 inline constexpr int64_t kAutoRepeats = -1;
 
+// A recorded loss curve to check the variant against, and where it came from.
+struct ReferenceCurve {
+  std::vector<double> curve;  // index 0 = step 1
+  std::string source;         // e.g. "history run #12 (commit 3f2a1b0)"
+};
+
 struct CompareRequest {
   ArmSpec baseline, variant;
   std::string out_dir;
@@ -39,10 +46,11 @@ struct CompareRequest {
   std::string policy_file;  // a TOML file whose [gate] replaces the variant's policy
   std::string golden_file;  // golden mode: baseline = these `step loss` lines, no timing
   int parallel = 0;  // untimed runs at once (0 = as many as the cores allow; on CUDA, the GPUs)
-  // --against-history: the baseline's loss curve as recorded (golden values); alignment uses it
-  // instead of the fresh baseline run's curve, which still runs and is timed as usual.
-  std::vector<double> reference_curve;
-  std::string reference_source;                 // e.g. "history run #12 (commit 3f2a1b0)"
+  // --against-history: the baseline's loss curve as recorded, looked up by the plan with the
+  // baseline's effective config (loaded once, there); throws UsageError (exit 2) when there is
+  // none. Alignment uses it instead of the fresh baseline run's curve, which still runs and is
+  // timed as usual. Unset: the fresh baseline run is the reference.
+  std::function<ReferenceCurve(const config::Config& baseline)> history_reference;
   std::function<void(const std::string&)> log;  // progress lines
   // Called once the plan is made (every config and input checked), before any run starts:
   // `compare --force` clears the folder's earlier comparison there, so a usage error leaves it.

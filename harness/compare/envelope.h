@@ -9,7 +9,7 @@
 // of the variant's compute dtype, drawn afresh each step, each run its own noise seed; the update
 // applies to the unperturbed weights: [faults] weight_rounding_noise / noise_seed). That is what
 // autocast does to the weights (it computes with a rounded copy of the fp32 master weights);
-// its rounding of activations is not reproduced, and the factor c covers it (README).
+// its rounding of activations is not reproduced, and the factor c covers it (docs/method.md).
 // Training amplifies that noise as it amplifies the variant's own rounding, so E(step) is how far
 // the same math drifts at this precision, step by step.
 //

@@ -1,6 +1,9 @@
 #include "harness/compare/execute.h"
 
 #include <algorithm>
+#include <filesystem>
+
+#include "harness/runs/run_folder.h"
 
 namespace lockstep::compare {
 
@@ -24,7 +27,15 @@ std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, cons
 }
 
 std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log) {
-  return run_untimed(plan, plan.probes, "function probes at the baseline's checkpoints", log);
+  auto out = run_untimed(plan, plan.probes, "function probes at the baseline's checkpoints", log);
+  // The probe's checkpoints (weights and AdamW state, 4 of them: gigabytes for a large preset)
+  // served only it; the sketches stay in arms/probe/.
+  if (!plan.probes.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(runs::RunFolder(plan.probes.front().job.probe_from).checkpoints(),
+                                ec);
+  }
+  return out;
 }
 
 bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t until,
@@ -38,7 +49,7 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
         std::string on;
         for (int c : plan.turn_cpus) on += (on.empty() ? " on CPU " : ",") + std::to_string(c);
         log("timing repeats " + std::to_string(i + 1) + "+" + std::to_string(i + 2) + "/" +
-            std::to_string(until) + ": " + t.arm + " and " + plan.timing[i + 1].arm +
+            std::to_string(until) + ": " + to_string(t.arm) + " and " + to_string(plan.timing[i + 1].arm) +
             " taking turns step by step" + on);
       }
       auto [first, second] =
@@ -49,7 +60,7 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
       continue;
     }
     if (log)
-      log("timing repeat " + std::to_string(i + 1) + "/" + std::to_string(until) + ": " + t.arm);
+      log("timing repeat " + std::to_string(i + 1) + "/" + std::to_string(until) + ": " + to_string(t.arm));
     out.push_back(runs::run_child(t.job));
     if (!out.back().ok()) return false;
   }

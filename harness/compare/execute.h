@@ -16,7 +16,8 @@ using Log = std::function<void(const std::string&)>;
 
 // The plan's alignment runs, plan.parallel at a time; one outcome per plan.alignment entry.
 std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log);
-// The plan's probe runs (after the alignment runs: they read the baseline's checkpoints).
+// The plan's probe runs (after the alignment runs: they read the baseline's checkpoints, which
+// are removed once the probes are done: they served only them).
 std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log);
 
 // The plan's timing repeats, one at a time (a timing run never shares the machine with another),

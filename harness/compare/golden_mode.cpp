@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "harness/compare/analysis.h"
+#include "harness/compare/comparison_stats.h"
 #include "harness/compare/workload_change.h"
 
 namespace lockstep::compare {
@@ -19,7 +19,7 @@ GoldenClass golden_knob_class(const config::Config& variant) {
     for (const auto& w : k.workload) workload = workload || w == key;
     if (!workload) g.knobs.push_back(key);
   }
-  g.source = "the knob class (" + g.klass +
+  g.source = std::string("the knob class (") + config::knob_class_name(g.klass) +
              ") comes from the variant's own knobs against the defaults (" +
              (g.knobs.empty() ? std::string("none differ") : key_list(g.knobs)) + ")";
   return g;

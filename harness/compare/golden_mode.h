@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 #include "harness/config/config.h"
 
 namespace lockstep::compare {
 
 struct GoldenClass {
-  std::string klass = "exact";     // "exact" | "approximate"
+  config::Knob klass = config::Knob::Exact;  // Exact | Approximate
   std::vector<std::string> knobs;  // the variant's exact/approximate keys that differ from defaults
   std::string source;              // one sentence for the report: where the class came from
 };

@@ -21,7 +21,7 @@ void fill_memory_per_rank(ArmResult& arm, const RunSummary& run, const config::C
 }
 
 void memory_per_rank_deltas(CompareResult& r) {
-  if (r.mode != "ab") return;
+  if (r.mode != Mode::AB) return;
   const auto& b = r.baseline;
   const auto& v = r.variant;
   auto d = [](int64_t x, int64_t y) { return pct(static_cast<double>(x), static_cast<double>(y)); };

@@ -3,7 +3,7 @@
 // report.json and the memory-per-rank table the reports show when an arm is sharded (ZeRO).
 #pragma once
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 #include "harness/config/config.h"
 
 namespace lockstep::compare {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <tuple>
 
-#include "harness/compare/analysis.h"
+#include "harness/compare/comparison_stats.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
@@ -85,12 +85,10 @@ static std::vector<std::vector<std::string>> cuda_slots(const config::Config& a,
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
   p.out_dir = req.out_dir;
-  p.mode = req.golden_file.empty() ? "ab" : "golden";
+  p.mode = req.golden_file.empty() ? Mode::AB : Mode::Golden;
   p.baseline_path = req.baseline.config;
   p.variant_path = req.variant.config;
   p.golden_file = req.golden_file;
-  p.reference_curve = req.reference_curve;
-  p.reference_source = req.reference_source;
 
   auto with_steps = [&](std::vector<std::string> sets) {
     if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));
@@ -99,10 +97,15 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   const auto bsets = with_steps(req.baseline.sets), vsets = with_steps(req.variant.sets);
   p.variant_config = config::Config::load(req.variant.config, vsets);
   p.baseline_config =
-      p.mode == "ab" ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
+      p.mode == Mode::AB ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
   const auto& bcfg = p.baseline_config;
   const auto& vcfg = p.variant_config;
-  if (p.mode == "golden") {  // before any run starts
+  if (req.history_reference && p.mode == Mode::AB) {  // --against-history
+    auto ref = req.history_reference(bcfg);
+    p.reference_curve = std::move(ref.curve);
+    p.reference_source = std::move(ref.source);
+  }
+  if (p.mode == Mode::Golden) {  // before any run starts
     p.golden_curve = read_golden(req.golden_file);
     check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
   }
@@ -124,11 +127,11 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
                      std::to_string(p.policy.check_step) + " is past the last step (" +
                      std::to_string(last_step) + ")");
-  if (p.mode == "ab" && p.policy.repeats < 5)
+  if (p.mode == Mode::AB && p.policy.repeats < 5)
     p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
                          " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
                          "cannot reach 0.05 below 4)");
-  if (p.mode == "ab") {
+  if (p.mode == Mode::AB) {
     p.changes = config::diff(bcfg, vcfg);
     auto knobs = classify_changes(p.changes);
     p.changed_knobs = knobs.knobs;
@@ -138,11 +141,11 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
     // external trainer's keys say nothing about its math, so its arms align exactly.
     if (p.policy.alignment)
-      p.klass = *p.policy.alignment;
+      p.klass = *config::parse_knob_class(*p.policy.alignment);
     else if (!knobs.workload.empty())
-      p.klass = "workload";
+      p.klass = config::Knob::Workload;
     else if (external::is_external(bcfg) || external::is_external(vcfg))
-      p.klass = "exact";
+      p.klass = config::Knob::Exact;
     p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
     if (p.changes.empty())
       p.warnings.push_back("the configs are identical: this is an A/A comparison");
@@ -156,15 +159,16 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   if (p.policy.alignment)
     p.klass_source = "the knob class (" + *p.policy.alignment +
                      ") is the one the variant declares ([gate] alignment)";
-  if (p.policy.alignment && p.mode == "golden") p.klass = *p.policy.alignment;
+  if (p.policy.alignment && p.mode == Mode::Golden)
+    p.klass = *config::parse_knob_class(*p.policy.alignment);
   p.gpu_slots = cuda_slots(bcfg, vcfg, req.parallel);
   p.parallel = !p.gpu_slots.empty() ? static_cast<int>(p.gpu_slots.size())
                : req.parallel > 0   ? req.parallel
                                     : auto_parallel(bcfg, vcfg);
 
-  // How a timing repeat pair runs (README "Timing in turns"): taking turns step by step needs
+  // How a timing repeat pair runs (docs/method.md "Timing in turns"): taking turns step by step needs
   // one process per arm that runs Lockstep's own step loop.
-  if (p.mode == "ab") {
+  if (p.mode == Mode::AB) {
     const int64_t ranks = std::max(bcfg.integer("parallel.world_size"),
                                    vcfg.integer("parallel.world_size"));
     if (!p.policy.steps_in_turns())
@@ -176,7 +180,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     else if (external::is_external(bcfg) || external::is_external(vcfg))
       p.interleave_note = "an external trainer takes no turns: the repeats run one after the other";
     else
-      p.interleave = "step";
+      p.interleave = Interleave::Step;
     // Both runs of a pair on the same CPUs (the first run.threads of those this process may
     // use): the cores of a VM differ in speed from moment to moment, and a run stays on the core
     // it started on.
@@ -189,7 +193,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
 
   const fs::path arms = fs::path(req.out_dir) / "arms";
   const int64_t seed = bcfg.integer("run.seed");
-  auto arm_run = [](std::string arm, std::string role, int64_t run_seed, const std::string& label,
+  auto arm_run = [](Arm arm, Role role, int64_t run_seed, const std::string& label,
                     const ArmSpec& spec, std::vector<std::string> sets, fs::path dir,
                     int64_t stop_after) {
     runs::RunJob j;
@@ -202,18 +206,18 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   };
 
   // Equivalence: full-length runs at the comparison seed (and the seed band).
-  if (p.mode == "ab")
+  if (p.mode == Mode::AB)
     p.alignment.push_back(
-        arm_run("baseline", "full", seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
-  p.alignment.push_back(arm_run("variant", "full", vcfg.integer("run.seed"), "variant", req.variant,
+        arm_run(Arm::Baseline, Role::Full, seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
+  p.alignment.push_back(arm_run(Arm::Variant, Role::Full, vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
   // Approximate knobs: the noise envelope, K baseline runs at the comparison seed whose weights
   // get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed. The harness
   // injects it in its own trainer only: golden mode (no baseline config) and external trainers
   // keep the seed band.
-  const bool envelope = p.klass == "approximate" && p.mode == "ab" && !external::is_external(bcfg) &&
+  const bool envelope = p.klass == config::Knob::Approximate && p.mode == Mode::AB && !external::is_external(bcfg) &&
                         !external::is_external(vcfg);
-  if (p.klass == "approximate") p.approximate_rule = envelope ? "envelope" : "seed band";
+  if (p.klass == config::Knob::Approximate) p.approximate_rule = envelope ? Rule::Envelope : Rule::SeedBand;
   if (envelope) {
     std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
     for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
@@ -222,7 +226,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       auto sets = with_noise(bsets, p.envelope_noise, k);
       sets.push_back("profile.window=0");
       p.alignment.push_back(
-          arm_run("baseline", "envelope", seed, label, req.baseline, std::move(sets), arms / label, 0));
+          arm_run(Arm::Baseline, Role::Envelope, seed, label, req.baseline, std::move(sets), arms / label, 0));
       p.alignment.back().noise_seed = k;
     }
   }
@@ -232,7 +236,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   // changes an implementation (an exact or approximate key: a kernel, not only a fault or the
   // sharding), the unit roundoff of fp32. The probe loads single-rank, unsharded checkpoints.
   const bool exact_kernel =
-      p.klass == "exact" && p.mode == "ab" && !external::is_external(bcfg) &&
+      p.klass == config::Knob::Exact && p.mode == Mode::AB && !external::is_external(bcfg) &&
       !external::is_external(vcfg) &&
       std::any_of(p.changes.begin(), p.changes.end(), [](const config::Change& c) {
         return c.knob == config::Knob::Exact || c.knob == config::Knob::Approximate;
@@ -261,36 +265,36 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     auto& full = p.alignment.front().job;  // the baseline's full run
     full.sets.push_back("checkpoint.every=" + std::to_string(p.probe_every));
     full.sets.push_back("checkpoint.keep=" + std::to_string(kProbePoints));
-    auto probe = [&](const std::string& arm, const std::string& label, const ArmSpec& spec,
+    auto probe = [&](Arm arm, const std::string& label, const ArmSpec& spec,
                      std::vector<std::string> sets, int64_t noise_seed) {
       sets.push_back("profile.window=0");  // a probe trains nothing: no profiler either
-      p.probes.push_back(arm_run(arm, "probe", seed, label, spec, std::move(sets),
+      p.probes.push_back(arm_run(arm, Role::Probe, seed, label, spec, std::move(sets),
                                  arms / "probe" / label, 0));
       p.probes.back().job.probe_from = arms / "baseline";
       p.probes.back().noise_seed = noise_seed;
     };
-    probe("baseline", "baseline", req.baseline, bsets, 0);
-    probe("variant", "variant", req.variant, vsets, 0);
+    probe(Arm::Baseline, "baseline", req.baseline, bsets, 0);
+    probe(Arm::Variant, "variant", req.variant, vsets, 0);
     for (int64_t k = 1; k <= p.policy.envelope_runs; ++k)
-      probe("baseline", "baseline-noise" + std::to_string(k), req.baseline,
+      probe(Arm::Baseline, "baseline-noise" + std::to_string(k), req.baseline,
             with_noise(bsets, p.probe_noise, k), k);
   }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
-  if (p.approximate_rule == "seed band") {
-    const bool golden = p.mode == "golden";
-    const std::string arm = golden ? "variant" : "baseline";
+  if (p.approximate_rule == Rule::SeedBand) {
+    const bool golden = p.mode == Mode::Golden;
+    const Arm arm = golden ? Arm::Variant : Arm::Baseline;
     for (int64_t k = 1; k <= p.policy.seeds; ++k) {
-      const std::string label = arm + "-seed" + std::to_string(seed + k);
+      const std::string label = to_string(arm) + std::string("-seed") + std::to_string(seed + k);
       auto sets = golden ? vsets : bsets;
       sets.push_back("run.seed=" + std::to_string(seed + k));
-      p.alignment.push_back(arm_run(arm, "seed band", seed + k, label,
+      p.alignment.push_back(arm_run(arm, Role::SeedBand, seed + k, label,
                                     golden ? req.variant : req.baseline, sets, arms / label, 0));
     }
   }
 
   // Speed: interleaved timing repeats A B, B A, A B, ... Warmup and profiled steps are never
   // timed: each repeat runs them plus the timed steps.
-  if (p.mode == "ab") {
+  if (p.mode == Mode::AB) {
     const int64_t window = std::min(
         bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + p.policy.timing_steps,
         bcfg.integer("run.steps"));
@@ -303,9 +307,9 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         const bool is_b = (k == 0) == baseline_first;
         char name[64];
         std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
-        p.timing.push_back(is_b ? arm_run("baseline", "timing", seed, "baseline", req.baseline,
+        p.timing.push_back(is_b ? arm_run(Arm::Baseline, Role::Timing, seed, "baseline", req.baseline,
                                           bsets, arms / "timing" / name, window)
-                                : arm_run("variant", "timing", vcfg.integer("run.seed"), "variant",
+                                : arm_run(Arm::Variant, Role::Timing, vcfg.integer("run.seed"), "variant",
                                           req.variant, vsets, arms / "timing" / name, window));
       }
     }

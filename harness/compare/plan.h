@@ -18,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/compare/comparison.h"
+#include "harness/vocab/compare_kinds.h"
 #include "harness/config/config.h"
-#include "harness/gate/policy.h"
+#include "harness/vocab/gate_policy.h"
 #include "harness/runs/child_run.h"
 
 namespace lockstep::compare {
@@ -33,16 +35,15 @@ constexpr int64_t kProbePoints = 5;
 
 // One run of a comparison: the arm it measures, what it is for, and the job that runs it.
 struct ArmRun {
-  std::string arm;   // "baseline" | "variant"
-  // "full" (the arm at the comparison seed) | "envelope" | "seed band" | "probe" | "timing"
-  std::string role;
+  Arm arm = Arm::Baseline;
+  Role role = Role::Full;
   int64_t seed = 0;  // its run.seed (the seed band's runs differ from the comparison seed)
   runs::RunJob job;
-  int64_t noise_seed = 0;  // "envelope": its faults.noise_seed
+  int64_t noise_seed = 0;  // Role::Envelope: its faults.noise_seed
 };
 
 struct ComparisonPlan {
-  std::string mode = "ab";  // "ab" | "golden"
+  Mode mode = Mode::AB;
   std::string out_dir;
   config::Config baseline_config, variant_config;  // effective; golden mode: both the variant's
   std::string baseline_path, variant_path;         // the config files as given
@@ -50,7 +51,8 @@ struct ComparisonPlan {
   std::string policy_source;
   std::vector<config::Change> changes;  // A/B mode: every changed key
   std::vector<std::string> changed_knobs;
-  std::string klass = "exact";  // "exact" | "approximate" | "workload" | "none": how the loss is judged
+  // How the loss is judged: Exact | Approximate | Workload | None (declared, not judged).
+  config::Knob klass = config::Knob::Exact;
   std::vector<std::string> workload_changes;  // the changed keys that change the workload itself
   std::string klass_source;  // where klass came from (golden mode: harness/compare/golden_mode.h)
   std::vector<std::string> warnings;    // known before any run (too few repeats, A/A, knobs)
@@ -58,8 +60,8 @@ struct ComparisonPlan {
   std::vector<double> golden_curve;     // ... and its curve (index 0 = step 1)
   std::vector<double> reference_curve;  // --against-history: the recorded baseline curve
   std::string reference_source;
-  // Approximate knobs: "envelope" | "seed band" (see above); empty otherwise.
-  std::string approximate_rule;
+  // Approximate knobs: Rule::Envelope or Rule::SeedBand (see above); unset otherwise.
+  std::optional<Rule> approximate_rule;
   double envelope_noise = 0;          // the envelope runs' relative gradient noise
   std::string envelope_noise_source;  // "unit roundoff of bf16 (2^-8)" | "[gate] envelope_noise"
   int parallel = 1;  // alignment runs at once
@@ -77,13 +79,13 @@ struct ComparisonPlan {
   std::string probe_noise_source;  // the envelope's, or "unit roundoff of fp32 (2^-24)"
   std::vector<ArmRun> probes;     // baseline, variant, then the noise seeds
   std::vector<ArmRun> timing;     // interleaved; empty in golden mode
-  // How each pair of timing runs (timing[2i], timing[2i+1]) runs: "step" (at the same time,
+  // How each pair of timing runs (timing[2i], timing[2i+1]) runs: Step (at the same time,
   // taking turns step by step: runs::run_children_in_turns; judged as matched pairs) or
-  // "repeat" (one after the other); interleave_note says why "repeat" where it is.
-  std::string interleave = "repeat";
+  // Repeat (one after the other); interleave_note says why Repeat where it is.
+  Interleave interleave = Interleave::Repeat;
   std::string interleave_note;
   std::vector<int> turn_cpus;  // "step": the CPUs both runs of every pair are pinned to
-  bool steps_in_turns() const { return interleave == "step"; }
+  bool steps_in_turns() const { return interleave == Interleave::Step; }
 };
 
 // Throws config::ConfigError (a bad config) or UsageError (a bad golden file, a check step past

@@ -1,6 +1,6 @@
 // The function probe's rule (issue 16): the variant's forward at the baseline's own weights,
 // against the same forward under rounding-sized weight noise. Pure functions over probe records
-// (harness/train/probe_file.h); the runs that write them are planned in plan.cpp.
+// (harness/vocab/probe_file.h); the runs that write them are planned in plan.cpp.
 //
 // For every checkpoint step s and recorded tensor t (each kernel call's output, and the logits):
 //   d(s, t) = ||S_variant(s, t) - S_baseline(s, t)||       the variant's distance (sketched)
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
-#include "harness/train/probe_file.h"
+#include "harness/vocab/compare_result.h"
+#include "harness/vocab/probe_file.h"
 
 namespace lockstep::compare {
 

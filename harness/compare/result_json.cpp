@@ -166,8 +166,8 @@ json alignment_json(const Alignment& a) {
                       {"bound_rule", a.curve.judged ? json(a.curve.bound_rule) : json(nullptr)},
                       {"judged", a.curve.judged},
                       {"passed", a.curve.judged ? json(a.curve.passed) : json(nullptr)}};
-  return {{"class", a.klass},
-          {"rule", a.rule},
+  return {{"class", config::knob_class_name(a.klass)},
+          {"rule", to_string(a.rule)},
           {"envelope", envelope},
           {"curve", curve},
           {"probe", probe},
@@ -273,7 +273,7 @@ json to_json(const CompareResult& r) {
                       {"mde_pct", number(c.mde_pct)}});
   return {{"verdict", r.verdict},
           {"exit_code", r.exit_code},
-          {"mode", r.mode},
+          {"mode", to_string(r.mode)},
           {"alignment", alignment_json(r.alignment)},
           {"loss_reference", r.loss_reference},
           {"baseline", arm_json(r.baseline)},
@@ -298,9 +298,9 @@ json to_json(const CompareResult& r) {
           {"failed_arm", str_or_null(r.failed_arm)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
-          {"interleave", r.interleave},
+          {"interleave", to_string(r.interleave)},
           {"interleave_note", str_or_null(r.interleave_note)},
-          {"throughput_test", r.interleave == "step"
+          {"throughput_test", r.interleave == Interleave::Step
                                   ? "paired t-test of the pairs' log tokens/s ratios"
                                   : "Mann-Whitney U over the repeats' tokens/s"},
           {"sequential", sequential_json(r.sequential, r.policy)},

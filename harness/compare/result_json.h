@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 
 namespace lockstep::compare {
 

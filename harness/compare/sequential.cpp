@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "harness/compare/analyse.h"
-#include "harness/compare/gate.h"
+#include "harness/gate/gate.h"
 
 namespace lockstep::compare {
 
@@ -55,7 +55,7 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
     look.minutes = seconds_since(started) / 60.0;
     std::vector<std::string> words;
     for (const auto& c : judged.checks)
-      if (gate::is_timing_check(c.name)) {
+      if (c.timing) {
         look.verdicts.emplace_back(c.name, verdict_of(c));
         words.push_back(verdict_of(c));
       }

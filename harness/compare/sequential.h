@@ -24,7 +24,7 @@
 
 #include "harness/compare/execute.h"
 #include "harness/compare/plan.h"
-#include "harness/compare/result.h"
+#include "harness/vocab/compare_result.h"
 
 namespace lockstep::compare {
 

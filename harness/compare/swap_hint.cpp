@@ -23,7 +23,7 @@ bool named_like_baseline(const ArmResult& arm) {
 
 std::string swapped_arms_hint(const CompareResult& r) {
   const Delta& d = r.delta.tokens_per_sec_pct;
-  if (r.mode != "ab" || !d.known || !d.significant || !(d.point <= -kSwapHintSlowdownPct))
+  if (r.mode != Mode::AB || !d.known || !d.significant || !(d.point <= -kSwapHintSlowdownPct))
     return "";
   if (!named_like_baseline(r.variant) || named_like_baseline(r.baseline)) return "";
   return "the VARIANT (" + r.variant.config_path + ") is the config named like a baseline and runs " +

@@ -11,12 +11,12 @@ std::string key_list(const std::vector<std::string>& keys) {
 }
 
 void mark_workload_change(Alignment& a, const std::vector<std::string>& workload_keys) {
-  a.klass = "workload";
+  a.klass = config::Knob::Workload;
   a.applicable = false;
   a.aligned = false;
   a.band.reset();
   a.envelope.reset();
-  a.rule = "not applicable";
+  a.rule = Rule::NotApplicable;
   a.curve.judged = false;
   a.curve.bound = NAN;
   a.curve.bound_rule.clear();

@@ -7,6 +7,23 @@
 
 namespace lockstep::config {
 
+const char* knob_class_name(Knob k) {
+  switch (k) {
+    case Knob::None: return "none";
+    case Knob::Workload: return "workload";
+    case Knob::Exact: return "exact";
+    case Knob::Approximate: return "approximate";
+    case Knob::Fault: return "fault";
+  }
+  return "?";
+}
+
+std::optional<Knob> parse_knob_class(const std::string& s) {
+  for (Knob k : {Knob::None, Knob::Workload, Knob::Exact, Knob::Approximate, Knob::Fault})
+    if (s == knob_class_name(k)) return k;
+  return std::nullopt;
+}
+
 const char* type_name(Type t) {
   switch (t) {
     case Type::Int: return "an integer";

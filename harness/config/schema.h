@@ -36,6 +36,10 @@ enum class Knob {
   Approximate,  // an optimization that changes rounding (bf16, fp16): judged against the noise envelope
   Fault,        // an injected fault (tests and demos)
 };
+// The knob class as report.json writes it ("none", "workload", "exact", "approximate", "fault"),
+// and back ([gate] alignment names one); nullopt for any other word.
+const char* knob_class_name(Knob k);
+std::optional<Knob> parse_knob_class(const std::string& s);
 
 struct KeySpec {
   std::string name;
@@ -84,7 +88,7 @@ const std::vector<const SectionSchema*>& all_sections();
 const SectionSchema* find_section(const std::string& name);
 const KeySpec* find_key(const std::string& dotted);
 
-// Every section and key as Markdown tables (the README's config reference is this output).
+// Every section and key as Markdown tables (docs/config.md's reference is this output).
 std::string keys_markdown();
 
 }  // namespace lockstep::config

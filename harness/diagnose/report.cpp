@@ -21,7 +21,7 @@ DiagnoseReport diagnose_run(const fs::path& run_dir, const SpikeThresholds& t) {
     try {
       auto s = runs::read_summary(folder.summary());
       r.name = s.name;
-      r.status = s.status;
+      r.status = to_string(s.status);
     } catch (const std::exception&) {
       // A torn summary (a crashed run) still leaves metrics to diagnose.
     }

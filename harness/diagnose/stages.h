@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::diagnose {
 

@@ -88,7 +88,7 @@ bool is_external(const config::Config& cfg) { return !cfg.strings("external.comm
 const config::SectionSchema& external_schema() {
   static const config::SectionSchema s{
       "external",
-      "An arm trained by any program instead of Lockstep's own (README \"An external trainer\").",
+      "An arm trained by any program instead of Lockstep's own (docs/extending.md \"An external trainer\").",
       {
           KeySpec::Strings("command", {},
                            "the trainer's argv; placeholders {seed} {steps} {metrics} {out} "

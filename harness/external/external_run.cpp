@@ -82,7 +82,7 @@ class Watch {
     try {
       proc_ = std::make_unique<TrainerProcess>(argv, env, ext.workdir, trainer_log(out_));
     } catch (const StartError& e) {
-      return fail("failed", std::string("external trainer: ") + e.what(), 1);
+      return fail(RunStatus::Failed, std::string("external trainer: ") + e.what(), 1);
     }
     const auto t0 = Clock::now();
     last_line_ = t0;
@@ -115,7 +115,7 @@ class Watch {
   int64_t target() const { return opts_.stop_after > 0 ? std::min(opts_.stop_after, steps_) : steps_; }
   bool stopped_early() const { return opts_.stop_after > 0 && last_step() >= target(); }
 
-  ExternalOutcome fail(const std::string& status, const std::string& why, int64_t step) {
+  ExternalOutcome fail(RunStatus status, const std::string& why, int64_t step) {
     o_.status = status;
     o_.failure = why;
     o_.failed_step = step;
@@ -134,12 +134,12 @@ class Watch {
       try {
         s = parse_step_line(line.text, line.number, last_step());
       } catch (const std::exception& e) {
-        fail("failed", std::string("external trainer metrics") + where() + ": " + e.what(),
+        fail(RunStatus::Failed, std::string("external trainer metrics") + where() + ": " + e.what(),
              last_step() + 1);
         return false;
       }
       if (s.record.step > steps_) {
-        fail("failed",
+        fail(RunStatus::Failed,
              "external trainer metrics" + where() + ": line " + std::to_string(line.number) +
                  ": step " + std::to_string(s.record.step) + " is past run.steps = " +
                  std::to_string(steps_),
@@ -153,7 +153,7 @@ class Watch {
       step_ms_.push_back(s.record.step_ms);
       last_line_ = Clock::now();
       if (!std::isfinite(s.record.loss)) {
-        fail("nonfinite",
+        fail(RunStatus::Nonfinite,
              "external trainer: non-finite loss at step " + std::to_string(s.record.step) +
                  " (metrics line " + std::to_string(line.number) + ")",
              s.record.step);
@@ -169,17 +169,17 @@ class Watch {
         last_step() == 0 ? "before writing any step" : "after step " + std::to_string(last_step());
     if (st.code != 0 || st.signaled) {
       const std::string last = util::last_nonempty_line(trainer_log(out_));
-      return fail("failed",
+      return fail(RunStatus::Failed,
                   "external trainer failed (" + st.describe() + ") " + after +
                       (last.empty() ? "" : ": " + last) + " (log: " +
                       fs::absolute(trainer_log(out_)).string() + ")",
                   last_step() + 1);
     }
     if (!tail_.exists())
-      return fail("failed",
+      return fail(RunStatus::Failed,
                   "external trainer exited 0 without writing its metrics to {metrics}" + where(),
                   1);
-    return fail("failed",
+    return fail(RunStatus::Failed,
                 "external trainer exited 0 " + after + " of " + std::to_string(target()) +
                     ": fewer steps than asked (it gets them as {steps})",
                 last_step() + 1);
@@ -188,7 +188,7 @@ class Watch {
   // The watchdog between two lines, and the whole run's limit.
   std::optional<ExternalOutcome> watchdog(Clock::time_point t0, double timeout_s) {
     if (timeout_s > 0 && seconds_since(t0) > timeout_s)
-      return fail("failed",
+      return fail(RunStatus::Failed,
                   "external trainer still running after " + fmt_s(seconds_since(t0)) +
                       " (external.timeout_s = " + fmt_s(timeout_s) + ") at step " +
                       std::to_string(last_step()),
@@ -205,7 +205,7 @@ class Watch {
       if (by_median < limit) limit = by_median, rule = "run.step_timeout_factor x median step";
     }
     if (quiet <= limit) return std::nullopt;
-    return fail("hang",
+    return fail(RunStatus::Hang,
                 "watchdog: the external trainer wrote no step for " + fmt_s(quiet) + " (limit " +
                     fmt_s(limit) + ", " + rule + "); last step " + std::to_string(last_step()) +
                     " of " + std::to_string(target()),

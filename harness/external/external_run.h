@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "harness/config/config.h"
-#include "harness/train/trainer.h"
+#include "harness/vocab/observer.h"
 
 namespace lockstep::external {
 
 struct ExternalOutcome {
-  std::string status = "ok";  // "ok" | "failed" | "nonfinite" | "hang", as summary.json says
-  std::string failure;        // one line when status != "ok"
+  RunStatus status = RunStatus::Ok;  // Ok | Failed | Nonfinite | Hang
+  std::string failure;               // one line when status != Ok
   int64_t failed_step = 0;
   std::vector<StepRecord> records;  // every validated step, `timed` set
   int64_t peak_memory_bytes = 0;    // the largest the trainer reported (0: none)

@@ -1,5 +1,5 @@
 // The external trainer's metrics protocol: one JSON object per line and per step, the fields of
-// Lockstep's own metrics.jsonl (README "The metrics protocol"):
+// Lockstep's own metrics.jsonl (docs/extending.md "The metrics protocol"):
 //   required  step (1, 2, 3, ... in order), loss (null when not finite), step_ms, tokens
 //   optional  grad_norm, lr, data_ms, forward_ms, backward_ms, comm_ms, optimizer_ms, other_ms,
 //             peak_memory_bytes
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::external {
 

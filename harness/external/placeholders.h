@@ -10,7 +10,7 @@
 
 namespace lockstep::external {
 
-// The names a command may use, in the order the README lists them.
+// The names a command may use, in the order docs/extending.md lists them.
 const std::vector<std::string>& placeholder_names();
 
 // Why `text` cannot be expanded (an unknown placeholder with a did-you-mean, an unclosed or

@@ -165,7 +165,7 @@ int64_t Store::record_run(const RunSummary& s, const std::string& config_toml,
                           const RecordOptions& opt) {
   int64_t id = 0;
   db_->write_transaction([&] {
-    id = insert_entry(*db_, "run", opt.recorded_at, s.env, s.name, s.config_hash, s.status);
+    id = insert_entry(*db_, "run", opt.recorded_at, s.env, s.name, s.config_hash, to_string(s.status));
     sql::Stmt st(
         *db_,
         "INSERT INTO runs(entry_id, config_toml, steps, final_loss, tokens_per_sec, mfu, p50_ms, "
@@ -207,7 +207,7 @@ int64_t Store::record_compare(const compare::CompareResult& r,
         .bind(3, r.baseline.alignment_run.config_hash)
         .bind(4, r.variant.name);
     st.bind(5, r.variant.alignment_run.config_hash)
-        .bind(6, r.mode)
+        .bind(6, compare::to_string(r.mode))
         .bind(7, static_cast<int64_t>(r.exit_code));
     st.bind(8, delta_value(r.delta.tokens_per_sec_pct))
         .bind(9, delta_value(r.delta.mfu_pts))

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/result.h"
-#include "harness/train/records.h"
+#include "harness/vocab/compare_result.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::history {
 

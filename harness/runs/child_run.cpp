@@ -12,7 +12,7 @@
 
 #include "harness/util/exit_codes.h"
 #include "harness/runs/run_folder.h"
-#include "harness/train/step_turn.h"
+#include "harness/vocab/step_turn.h"
 
 namespace lockstep::runs {
 namespace fs = std::filesystem;
@@ -34,7 +34,7 @@ RunOutcome read_outcome(const RunJob& job, const RunFolder& folder, const util::
     try {
       o.summary = read_summary(folder.summary());
       o.has_summary = true;
-      o.status = o.summary.status;
+      o.status = to_string(o.summary.status);
       o.failure = o.summary.failure;
       o.failed_step = o.summary.failed_step;
     } catch (const std::exception& e) {

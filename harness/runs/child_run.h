@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 #include "harness/util/process.h"
 
 namespace lockstep::runs {
@@ -35,7 +35,7 @@ struct RunJob {
   int64_t stop_after = 0;         // --stop-after: stop early, schedule unchanged (0: run it all)
   std::filesystem::path dir;      // its run folder: emptied first, it belongs to the caller
   // --probe: a run folder whose checkpoints the run probes instead of training; the outcome is
-  // "ok" when it exits 0 having written probe.json (harness/train/probe_file.h).
+  // "ok" when it exits 0 having written probe.json (harness/vocab/probe_file.h).
   std::filesystem::path probe_from;
 };
 
@@ -60,7 +60,7 @@ std::vector<std::string> child_argv(const RunJob& job);
 // failed run: the outcome says what happened.
 RunOutcome run_child(const RunJob& job);
 
-// Runs two jobs at the same time, taking turns step by step (harness/train/step_turn.h): each
+// Runs two jobs at the same time, taking turns step by step (harness/vocab/step_turn.h): each
 // gets one end of a socket pair as its fd 3 (LOCKSTEP_TURN_FD=3) and `first` has the first turn.
 // With `cpus`, both are pinned to those same CPUs as they start (before any thread of theirs
 // exists): never running at once, they then share one core's speed as well as its moment.

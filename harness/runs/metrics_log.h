@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "harness/train/trainer.h"
+#include "harness/vocab/observer.h"
 #include "harness/util/files.h"
 
 namespace lockstep::runs {

@@ -1,4 +1,4 @@
-// A run folder: what `lockstep run` writes (README "lockstep run outputs") and what every command
+// A run folder: what `lockstep run` writes (docs/run-folder.md) and what every command
 // that reads a run finds there (compare, scale, bisect, diagnose, stages, the history). The one
 // place that knows the files' names and formats (their JSON form: harness/runs/run_json.h):
 //
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::runs {
 

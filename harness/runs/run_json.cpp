@@ -77,7 +77,7 @@ json plugins_json(const std::vector<PluginRef>& plugins) {
 json to_json(const RunSummary& s) {
   json j{{"name", s.name},
          {"config_hash", s.config_hash},
-         {"status", s.status},
+         {"status", to_string(s.status)},
          {"steps", s.steps},
          {"timed_steps", s.timed_steps},
          {"final_loss", num(s.final_loss)},
@@ -126,7 +126,7 @@ json to_json(const RunSummary& s) {
   j["peak_flops"] = s.peak_flops ? json(*s.peak_flops) : json("unknown");
   j["peak_flops_source"] = s.peak_flops_source;
   j["loss_floor"] = s.loss_floor ? json(*s.loss_floor) : json(nullptr);
-  if (s.status != "ok") {
+  if (!s.ok()) {
     j["failure"] = s.failure;
     j["failed_step"] = s.failed_step;
   }
@@ -137,7 +137,10 @@ RunSummary summary_from_json(const json& j) {
   RunSummary s;
   s.name = j.value("name", "");
   s.config_hash = j.value("config_hash", "");
-  s.status = j.value("status", "ok");
+  const std::string status = j.value("status", "ok");
+  const auto parsed = parse_run_status(status);
+  if (!parsed) throw std::runtime_error("summary.json: unknown status \"" + status + "\"");
+  s.status = *parsed;
   s.failure = j.value("failure", "");
   s.failed_step = j.value("failed_step", int64_t{0});
   s.steps = j.value("steps", int64_t{0});

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::runs {
 

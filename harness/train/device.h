@@ -8,7 +8,7 @@
 
 #include "harness/compat/torch_compat.h"
 #include "harness/dist/rendezvous.h"
-#include "harness/train/peak.h"
+#include "harness/train/profile/peak.h"
 
 namespace lockstep::train {
 

@@ -9,7 +9,7 @@
 
 #include "harness/compat/torch_compat.h"
 #include "harness/dist/comm.h"
-#include "harness/train/records.h"
+#include "harness/vocab/records.h"
 
 namespace lockstep::train {
 

@@ -6,7 +6,7 @@
 #include <deque>
 #include <vector>
 
-#include "harness/train/stability_config.h"
+#include "harness/vocab/stability_config.h"
 
 namespace lockstep::train {
 

@@ -1,7 +1,7 @@
 // splitmix64 (Steele, Lea and Flood 2014; Vigna's reference): the finalizer of z + the golden
 // gamma. A counter-based hash: unrelated 64-bit outputs for consecutive inputs, so a stream can be
 // drawn in any order (in parallel, by element index) and be the same. The probe's signs and the
-// CPU's weight noise use it; README "The function probe" states it for other implementations.
+// CPU's weight noise use it; docs/method.md "The function probe" states it for other implementations.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Reference values for tests/numerics_test.cpp: a GPT written again, independently of Lockstep.
+"""Reference values for tests/numerics/numerics_test.cpp: a GPT written again, independently
+of Lockstep.
 
 This is not Lockstep's model code: every piece (embeddings, LayerNorm, causal attention, exact
 GELU, tied head, cross-entropy, AdamW) is written out here from its definition with plain tensor

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A trainer that speaks Lockstep's metrics protocol, well or in one of the ways a real one goes
-wrong (tests/external_test.cpp). No torch: its "loss" is a fixed function of seed and step, so
+wrong (tests/e2e/external_test.cpp). No torch: its "loss" is a fixed function of seed and step, so
 a test knows every value it must find in the run folder.
 
     protocol_trainer.py --seed S --steps N --metrics FILE [--loss-offset X]

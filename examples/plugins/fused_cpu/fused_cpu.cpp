@@ -6,7 +6,7 @@
 //
 // Each kernel is a torch::autograd::Function over the raw loops in kernels.cpp; anything they do
 // not cover (another device or dtype) falls back to LibTorch's own ops, so an entry is never
-// wrong, only sometimes not faster. tests/plugin_kernels_test.cpp checks every kernel against
+// wrong, only sometimes not faster. tests/numerics/plugin_kernels_test.cpp checks every kernel against
 // LibTorch's op, forward and backward, before bench/mfu_bench.cpp times them.
 #include <lockstep/plugin.h>
 

@@ -1,0 +1,73 @@
+#include "harness/finish.h"
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+
+#include "harness/history/store.h"
+#include "harness/util/exit_codes.h"
+#include "harness/util/files.h"
+#include "reports/reporter.h"
+#include "reports/run_console.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Records one entry in the history database the flag names (history::resolve_path); `record`
+// returns "" or why it could not.
+void record_in_history(const std::string& history_flag, const char* what,
+                       const std::function<std::string(const fs::path& db)>& record) {
+  const auto db = history::resolve_path(history_flag);
+  const std::string err = record(db);
+  if (!err.empty())
+    std::cerr << "lockstep: warning: " << what << " not recorded in " << db.string() << ": " << err
+              << "\n";
+}
+
+}  // namespace
+
+int finish_run(const RunRequest& req, const config::Config& cfg, const fs::path& out,
+               const RunSummary& summary, const std::vector<StepRecord>& records,
+               const std::string& who) {
+  if (!req.no_history) {
+    std::vector<double> curve;
+    for (const auto& r : records) curve.push_back(r.loss);
+    record_in_history(req.history, "run", [&](const fs::path& db) {
+      return history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
+    });
+  }
+  if (!req.export_losses.empty()) {
+    std::string text;
+    char buf[64];
+    for (const auto& r : records) {
+      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
+      text += buf;
+    }
+    util::write_atomic(req.export_losses, text);
+  }
+  if (!req.quiet) reports::print_run_summary(std::cout, summary, out);
+  if (!summary.ok()) {
+    std::cerr << who << ": run failed: " << summary.failure << "\n";
+    return kExitRunFailed;
+  }
+  return kExitPass;
+}
+
+int finish_compare(const compare::CompareResult& r, const std::string& out,
+                   const std::string& history_db, bool record) {
+  auto files = reports::write_reports(r, out);
+  std::cout << reports::make_reporter("console")->render(r);
+  for (const auto& f : files) std::cout << "  " << f.string() << "\n";
+  if (record) {
+    std::vector<std::string> paths;
+    for (const auto& f : files) paths.push_back(fs::absolute(f).string());
+    record_in_history(history_db, "comparison", [&](const fs::path& db) {
+      return history::try_record_compare(db, r, paths);
+    });
+  }
+  return r.exit_code;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,29 @@
+// The last step of `lockstep run` and `lockstep compare`, one place for both: what is kept after
+// the work (the history database, the loss file, the reports), what is printed, and the exit
+// code. A failure to record in the history is a one-line warning, never the exit code.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness/vocab/compare_result.h"
+#include "harness/config/config.h"
+#include "harness/runner.h"
+#include "harness/vocab/records.h"
+
+namespace lockstep {
+
+// A finished run on rank 0, its summary written: recorded in the history (unless --no-history),
+// --export-losses written, the summary printed; the exit code from its status. `who` names the
+// process in the failure line.
+int finish_run(const RunRequest& req, const config::Config& cfg, const std::filesystem::path& out,
+               const RunSummary& summary, const std::vector<StepRecord>& records,
+               const std::string& who);
+
+// A judged comparison: its reports written into `out` and listed, the console report printed,
+// recorded in the history database `history_db` (unless `record` is false); r.exit_code.
+int finish_compare(const compare::CompareResult& r, const std::string& out,
+                   const std::string& history_db, bool record);
+
+}  // namespace lockstep

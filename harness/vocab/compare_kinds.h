@@ -1,0 +1,57 @@
+// The comparison's vocabulary as types: how a comparison runs (Mode), what each run is for
+// (Arm, Role), how the loss alignment is judged (Rule), how a timing pair runs (Interleave), what a timing check found (Verdict). The knob
+// class is config::Knob. Text only at the JSON and report boundary: to_string() gives the exact
+// words report.json has always carried (docs/report-schema.md).
+#pragma once
+
+#include <string>
+
+namespace lockstep::compare {
+
+enum class Arm { Baseline, Variant };
+enum class Mode { AB, Golden };  // two configs | a variant against a recorded loss curve
+// "full": an arm at the comparison seed; "envelope": the baseline with rounding-sized weight
+// noise; "seed band": an arm at another seed; "probe": a forward at fixed weights; "timing".
+enum class Role { Full, Envelope, SeedBand, Probe, Timing };
+// Tolerance (exact knobs) | Envelope (approximate knobs) | SeedBand (approximate knobs where no
+// envelope can run) | None (declared, not judged) | NotApplicable (a workload change).
+enum class Rule { Tolerance, Envelope, SeedBand, None, NotApplicable };
+// Step: a pair's runs at the same time, taking turns step by step; Repeat: one after the other.
+enum class Interleave { Repeat, Step };
+// A timing check's verdict: the whole CI on the allowed side, beyond the bound, or straddling it.
+enum class Verdict { Pass, Fail, Inconclusive };
+
+inline const char* to_string(Arm a) {
+  return a == Arm::Baseline ? "baseline" : "variant";
+}
+inline const char* to_string(Mode m) {
+  return m == Mode::AB ? "ab" : "golden";
+}
+inline const char* to_string(Role r) {
+  switch (r) {
+    case Role::Full: return "full";
+    case Role::Envelope: return "envelope";
+    case Role::SeedBand: return "seed band";
+    case Role::Probe: return "probe";
+    case Role::Timing: return "timing";
+  }
+  return "?";
+}
+inline const char* to_string(Rule r) {
+  switch (r) {
+    case Rule::Tolerance: return "tolerance";
+    case Rule::Envelope: return "envelope";
+    case Rule::SeedBand: return "seed band";
+    case Rule::None: return "none";
+    case Rule::NotApplicable: return "not applicable";
+  }
+  return "?";
+}
+inline const char* to_string(Interleave i) {
+  return i == Interleave::Step ? "step" : "repeat";
+}
+inline const char* to_string(Verdict v) {
+  return v == Verdict::Pass ? "pass" : v == Verdict::Fail ? "fail" : "inconclusive";
+}
+
+}  // namespace lockstep::compare

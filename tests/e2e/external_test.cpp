@@ -1,0 +1,397 @@
+// External trainers end to end: the real binary runs real Python trainers as arms
+// ([external] command). tests/external/protocol_trainer.py speaks the metrics protocol, well or in
+// one of the ways a real trainer goes wrong ($TRAINER_MODE, set through external.env), with a
+// loss that is a known function of seed and step; examples/external/train.py is a nanoGPT-style
+// run on Debian's python3-torch; `lockstep run` itself is an external trainer too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cli_util.h"
+#include "harness/runs/run_folder.h"
+#include "harness/util/files.h"
+#include "tests/fixtures/read_file.h"
+
+using lockstep::testing::CliResult;
+using lockstep::testing::losses;
+using lockstep::testing::read_json;
+using lockstep::testing::read_text;
+using lockstep::testing::run_lockstep;
+using lockstep::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Debian's python3 (the one python3-torch installs into) first, as on a clean CI machine: a pyenv
+// or virtualenv python3 earlier in PATH may lack torch. The child runs inherit it.
+const bool kDebianPythonFirst = [] {
+  const char* path = std::getenv("PATH");
+  ::setenv("PATH", (std::string("/usr/bin:/bin") + (path ? ":" + std::string(path) : "")).c_str(), 1);
+  return true;
+}();
+
+const char* kProtocol = "tests/configs/external_protocol.toml";
+
+// protocol_trainer.py's loss, computed the same way (IEEE doubles in both languages).
+double trainer_loss(int64_t seed, int64_t step) {
+  return 4.0 / (1.0 + 0.1 * static_cast<double>(step)) + static_cast<double>(seed % 97) * 1e-3 +
+         1.0 / 3.0;
+}
+
+std::string mode(const std::string& m) {
+  return "external.env={ TRAINER_MODE = \"" + m + "\" }";
+}
+
+size_t line_count(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// A failed external run: exit 3, one line on stdout+stderr (--quiet) saying what went wrong, a
+// summary.json with that status, and every step that was good before it kept in metrics.jsonl
+// (and the trainer's own file kept as it wrote it).
+void ExpectFailedRun(const CliResult& r, const fs::path& out, const std::string& status,
+                     const std::string& message, size_t good_steps, bool started = true) {
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(line_count(r.output), 1u) << r.output;
+  EXPECT_EQ(r.output.rfind("lockstep: run failed: ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  const auto s = read_json(out / "summary.json");
+  EXPECT_EQ(s["status"], status);
+  EXPECT_NE(s["failure"].get<std::string>().find(message), std::string::npos) << s["failure"];
+  const auto recs = lockstep::runs::read_metrics(out / "metrics.jsonl");
+  ASSERT_EQ(recs.size(), good_steps);
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (std::isfinite(recs[i].loss)) {
+      EXPECT_EQ(recs[i].loss, trainer_loss(1234, recs[i].step));
+    }
+  }
+  EXPECT_EQ(fs::exists(out / "external" / "metrics.jsonl"), started);
+  EXPECT_TRUE(fs::exists(out / "config.toml"));
+}
+
+}  // namespace
+
+// ---- the protocol and the run folder -----------------------------------------------------------
+
+TEST(ExternalRun, TheTrainersLinesBecomeANormalRunFolder) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--out", tmp / "a", "--quiet", "--no-history",
+                         "--export-losses", tmp / "a.loss"},
+                        tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+  const auto recs = lockstep::runs::read_metrics(tmp.path() / "a" / "metrics.jsonl");
+  ASSERT_EQ(recs.size(), 12u);
+  for (const auto& rec : recs) {
+    EXPECT_EQ(rec.loss, trainer_loss(1234, rec.step)) << rec.step;  // bitwise: JSON is lossless
+    EXPECT_EQ(rec.timed, rec.step > 2) << rec.step;  // run.warmup_steps = 2: never timed
+    EXPECT_EQ(rec.tokens, 64);
+    EXPECT_EQ(rec.step_ms, 1.0 + static_cast<double>(rec.step % 3));
+    EXPECT_EQ(rec.phase_ms.at("forward"), 0.25);
+  }
+  const auto s = read_json(tmp.path() / "a" / "summary.json");
+  EXPECT_EQ(s["status"], "ok");
+  EXPECT_EQ(s["steps"], 12);
+  EXPECT_EQ(s["timed_steps"], 10);
+  double ms = 0;  // steps 3..12: step_ms = 1 + step % 3
+  for (int step = 3; step <= 12; ++step) ms += 1.0 + step % 3;
+  EXPECT_DOUBLE_EQ(s["tokens_per_sec"].get<double>(), 640.0 / (ms / 1000.0));
+  EXPECT_EQ(s["peak_memory_bytes"], 12000);  // the largest the trainer reported
+  EXPECT_GT(s["peak_rss_bytes"].get<int64_t>(), 0);  // the trainer process's own
+  EXPECT_EQ(s["mfu"], "unknown");                    // no external.flops_per_token
+  EXPECT_EQ(s["environment"]["trainer"], "external");
+  EXPECT_NE(s["environment"]["external_command"].get<std::string>().find(
+                "protocol_trainer.py --seed 1234 --steps 12 --metrics /"),
+            std::string::npos);
+  // The trainer ran in external.workdir (relative to the config file) with its env, the
+  // placeholders expanded there too; the trainer's own asserts checked LOCKSTEP_METRICS and
+  // LOCKSTEP_SEED against {metrics} and {seed}.
+  const std::string log = read_text(tmp.path() / "a" / "external" / "trainer.log");
+  EXPECT_NE(log.find("mode ok cwd " + (fs::path(LOCKSTEP_SOURCE_DIR) / "tests" / "external").string() +
+                     " tag seed-1234"),
+            std::string::npos)
+      << log;
+  // The effective config keeps the placeholders; the export has every step.
+  EXPECT_NE(read_text(tmp.path() / "a" / "config.toml").find("\"--seed\", \"{seed}\""),
+            std::string::npos);
+  EXPECT_EQ(line_count(read_text(tmp / "a.loss")), 12u);
+  // Same config, same seed: the same curve (and another seed another one).
+  auto b = run_lockstep({"run", kProtocol, "--out", tmp / "b", "--quiet", "--no-history", "--set",
+                         "run.seed=7", "--steps", "5"},
+                        tmp.path());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const auto bl = losses(tmp.path() / "b" / "metrics.jsonl");
+  ASSERT_EQ(bl.size(), 5u);
+  EXPECT_EQ(bl[4], trainer_loss(7, 5));
+}
+
+// --stop-after (each timing repeat of a comparison): the trainer gets the whole schedule as
+// {steps} and is stopped, with its process group, once it has written that step.
+TEST(ExternalRun, StopAfterStopsTheTrainerAtThatStep) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--steps", "40", "--stop-after", "4", "--set",
+                         mode("slow"), "--out", tmp / "a", "--quiet", "--no-history"},
+                        tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(losses(tmp.path() / "a" / "metrics.jsonl").size(), 4u);
+  EXPECT_EQ(read_json(tmp.path() / "a" / "summary.json")["status"], "ok");
+  // 0.2 s per step: had it not been stopped it would have written all 40 (7 s more).
+  EXPECT_LT(line_count(read_text(tmp.path() / "a" / "external" / "metrics.jsonl")), 40u);
+  EXPECT_NE(read_json(tmp.path() / "a" / "summary.json")["environment"]["external_command"]
+                .get<std::string>()
+                .find("--steps 40"),
+            std::string::npos);
+}
+
+// ---- bad input: one line, exit 3, the partial metrics kept --------------------------------------
+
+TEST(ExternalBadInput, CommandNotFound) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", "external.command=[\"lockstep-no-such-trainer\"]",
+                         "--out", tmp / "a", "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed",
+                  "command not found: \"lockstep-no-such-trainer\" (not an executable in PATH)", 0,
+                  /*started=*/false);
+}
+
+TEST(ExternalBadInput, NonZeroExitNamesTheCodeTheStepAndItsLastWords) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("exit_nonzero"), "--out", tmp / "a",
+                         "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed",
+                  "external trainer failed (exit code 7) after step 3: protocol_trainer: CUDA "
+                  "error: an illegal memory access was encountered",
+                  3);
+}
+
+TEST(ExternalBadInput, MalformedLineNamesItsNumber) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("malformed"), "--out", tmp / "a",
+                         "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed",
+                  (tmp.path() / "a" / "external" / "metrics.jsonl").string() +
+                      "): line 3: not JSON",
+                  2);
+}
+
+TEST(ExternalBadInput, MissingRequiredField) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("missing_field"), "--out", tmp / "a",
+                         "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed", "line 2: missing required field \"step_ms\"", 1);
+}
+
+TEST(ExternalBadInput, StepsOutOfOrder) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("out_of_order"), "--out", tmp / "a",
+                         "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed",
+                  "line 3: step 4 after step 2: steps must come in order", 2);
+}
+
+TEST(ExternalBadInput, FewerStepsThanAsked) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("fewer_steps"), "--out", tmp / "a",
+                         "--quiet", "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "failed",
+                  "external trainer exited 0 after step 10 of 12: fewer steps than asked", 10);
+}
+
+// The watchdog: a trainer that stops writing (it sleeps 600 s after step 2) is stopped after
+// run.step_timeout_s without a line, as a hang.
+TEST(ExternalBadInput, TrainerThatStopsWritingIsAHang) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("stall"), "--set",
+                         "run.step_timeout_s=3", "--out", tmp / "a", "--quiet", "--no-history"},
+                        tmp.path(), 300);
+  ExpectFailedRun(r, tmp.path() / "a", "hang",
+                  "watchdog: the external trainer wrote no step for", 2);
+  EXPECT_NE(r.output.find("(limit 3 s, run.step_timeout_s); last step 2 of 12"), std::string::npos)
+      << r.output;
+}
+
+TEST(ExternalBadInput, NonFiniteLossStopsTheRun) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set", mode("nan"), "--out", tmp / "a", "--quiet",
+                         "--no-history"},
+                        tmp.path());
+  ExpectFailedRun(r, tmp.path() / "a", "nonfinite",
+                  "external trainer: non-finite loss at step 4 (metrics line 4)", 4);
+  EXPECT_EQ(read_json(tmp.path() / "a" / "summary.json")["failed_step"], 4);
+}
+
+// Config problems are exit 2 and write nothing.
+TEST(ExternalBadInput, ConfigProblemsExit2AndWriteNothing) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kProtocol, "--set",
+                         "external.command=[\"python3\", \"t.py\", \"{steps}\", \"{seeds}\"]",
+                         "--out", tmp / "a", "--quiet", "--no-history"},
+                        tmp.path());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(line_count(r.output), 1u) << r.output;
+  EXPECT_NE(r.output.find("external.command: unknown placeholder {seeds} (did you mean {seed}?)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(tmp.path() / "a"));
+  auto n = run_lockstep({"run", kProtocol, "--nproc", "2", "--out", tmp / "b", "--quiet",
+                         "--no-history"},
+                        tmp.path());
+  EXPECT_EQ(n.exit_code, 2) << n.output;
+  EXPECT_NE(n.output.find("--nproc 2: parallel.world_size: an external trainer is one process"),
+            std::string::npos)
+      << n.output;
+  EXPECT_FALSE(fs::exists(tmp.path() / "b"));
+}
+
+// ---- downstream: compare and bisect read external arms unchanged ---------------------------------
+
+// One arm fails: exit 3, the report names the arm and why; the other arm's results and the failed
+// arm's partial metrics stay in arms/.
+TEST(ExternalCompare, AFailedArmKeepsTheOtherArmsResults) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", kProtocol, kProtocol, "--set-variant", mode("exit_nonzero"),
+                         "--out", tmp / "c", "--no-history"},
+                        tmp.path());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["failed_arm"], "variant");
+  EXPECT_NE(rep["failure"].get<std::string>().find("exit code 7) after step 3"), std::string::npos)
+      << rep["failure"];
+  EXPECT_EQ(rep["alignment"]["class"], "exact");  // an external arm, nothing declared
+  const fs::path arms = tmp.path() / "c" / "arms";
+  EXPECT_EQ(read_json(arms / "baseline" / "summary.json")["status"], "ok");
+  EXPECT_EQ(losses(arms / "baseline" / "metrics.jsonl").size(), 12u);
+  EXPECT_EQ(losses(arms / "variant" / "metrics.jsonl").size(), 3u);
+  EXPECT_TRUE(fs::exists(tmp.path() / "c" / "report.html"));
+}
+
+// Two changes in one variant: bisect tries each alone and names the command-line flag that moved
+// the loss; the environment change alone is exact and passes (its timing verdict is decided by the
+// step times the trainer reports, which are the same in both arms). --set carries the list and
+// the table values through each trial.
+TEST(ExternalBisect, NamesTheChangedKeyThatBreaksAlignment) {
+  TempDir tmp;
+  auto r = run_lockstep({"bisect", kProtocol, "tests/configs/external_two_changes.toml", "--repeats",
+                         "5", "--policy", "tests/configs/timing_lenient_policy.toml", "--out",
+                         tmp / "b"},
+                        tmp.path(), 900);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("culprit(s): external.command"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("culprit(s): external.env"), std::string::npos) << r.output;
+  const auto alone_env = read_json(tmp.path() / "b" / "alone-2" / "report.json");
+  EXPECT_EQ(alone_env["verdict"], "pass") << alone_env.dump();
+  EXPECT_EQ(alone_env["alignment"]["abs_diff"], 0.0);
+  EXPECT_TRUE(alone_env["determinism"]["baseline_ok"].get<bool>());
+  const auto alone_cmd = read_json(tmp.path() / "b" / "alone-1" / "report.json");
+  EXPECT_FALSE(alone_cmd["alignment"]["aligned"].get<bool>());
+  EXPECT_NEAR(alone_cmd["alignment"]["abs_diff"].get<double>(), 0.01, 1e-12);
+}
+
+// `lockstep run` is a training program too: as an external command it gives the built-in arm's
+// loss curve bit for bit, through its metrics.jsonl, Lockstep's reader and the run folder.
+TEST(ExternalRun, LockstepRunAsAnExternalCommandGivesTheSameCurve) {
+  TempDir tmp;
+  const std::string base = std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml";
+  auto builtin = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--out",
+                               tmp / "builtin", "--quiet", "--no-history"},
+                              tmp.path());
+  ASSERT_EQ(builtin.exit_code, 0) << builtin.output;
+  // {out}/external is the folder {metrics} lies in: the inner run writes its metrics.jsonl there.
+  const std::string command = std::string("external.command=[\"") + LOCKSTEP_BIN + "\", \"run\", \"" +
+                              base +
+                              "\", \"--steps\", \"{steps}\", \"--set\", \"run.seed={seed}\", "
+                              "\"--out\", \"{out}/external\", \"--quiet\", \"--no-history\"]";
+  auto ext = run_lockstep({"run", "configs/baseline.toml", "--steps", "30", "--set", command,
+                           "--out", tmp / "ext", "--quiet", "--no-history"},
+                          tmp.path());
+  ASSERT_EQ(ext.exit_code, 0) << ext.output;
+  const auto a = losses(tmp.path() / "builtin" / "metrics.jsonl");
+  const auto b = losses(tmp.path() / "ext" / "metrics.jsonl");
+  ASSERT_EQ(a.size(), 30u);
+  ASSERT_EQ(b.size(), 30u);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "step " << i + 1;  // bitwise
+  EXPECT_EQ(read_json(tmp.path() / "ext" / "summary.json")["environment"]["trainer"], "external");
+}
+
+// ---- the example: a nanoGPT-style trainer on python3-torch, fp32 vs bf16 ------------------------
+
+// The values of the report, not its timings: the timing checks run with bounds no measurement can
+// cross (tests/external/values_only_policy.toml), so the verdict is the alignment's.
+TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
+  TempDir tmp;
+  auto r = run_lockstep({"compare", "examples/external/baseline.toml",
+                         "examples/external/bf16.toml", "--steps", "30", "--policy",
+                         "tests/external/values_only_policy.toml", "--out", tmp / "c",
+                         "--no-history"},
+                        tmp.path(), 1200);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["verdict"], "pass") << r.output;
+  // The class the variant declared ([gate] alignment = "approximate", taken with --policy's
+  // other keys from the variant since the policy file leaves it unset) and its seed band.
+  EXPECT_EQ(rep["alignment"]["class"], "approximate");
+  ASSERT_TRUE(rep["alignment"]["seed_band"].is_object()) << r.output;
+  EXPECT_EQ(rep["alignment"]["seed_band"]["seeds"].size(), 3u);
+  EXPECT_TRUE(rep["alignment"]["seed_band"]["inside"].get<bool>()) << rep["alignment"].dump();
+  // bf16 rounds differently: not the same curve, but close to it.
+  const fs::path arms = tmp.path() / "c" / "arms";
+  const auto b = losses(arms / "baseline" / "metrics.jsonl"),
+             v = losses(arms / "variant" / "metrics.jsonl");
+  ASSERT_EQ(b.size(), 30u);
+  ASSERT_EQ(v.size(), 30u);
+  EXPECT_NE(b, v);
+  EXPECT_LT(std::fabs(b.back() - v.back()), 0.05);
+  EXPECT_LT(b.back(), b.front() - 0.5);  // it learns: from ~ln(128) = 4.85
+  EXPECT_EQ(rep["alignment"]["baseline_loss"].get<double>(), b.back());  // report = arm, exactly
+  EXPECT_EQ(rep["alignment"]["variant_loss"].get<double>(), v.back());
+  // Determinism: each timing repeat re-ran the trainer's first steps bit for bit.
+  EXPECT_TRUE(rep["determinism"]["baseline_ok"].get<bool>()) << rep["determinism"].dump();
+  EXPECT_TRUE(rep["determinism"]["variant_ok"].get<bool>()) << rep["determinism"].dump();
+  EXPECT_EQ(rep["baseline"]["tokens_per_sec_repeats"].size(), 5u);
+  bool command_changed = false;
+  for (const auto& k : rep["changed_knobs"]) command_changed |= k == "external.command";
+  EXPECT_TRUE(command_changed) << rep["changed_knobs"];
+  // MFU from external.flops_per_token, each arm against its dtype's peak.
+  const auto sb = read_json(arms / "baseline" / "summary.json");
+  EXPECT_EQ(sb["flops_per_token"], 698880.0);
+  EXPECT_TRUE(sb["mfu"].is_number()) << sb.dump();
+  EXPECT_EQ(sb["environment"]["trainer"], "external");
+  for (const char* f : {"report.json", "report.md", "report.html", "junit.xml"})
+    EXPECT_TRUE(fs::exists(tmp.path() / "c" / f)) << f;
+  // The report of external arms renders in a real browser with no console errors.
+  auto st = lockstep::util::wait_for(
+      lockstep::util::spawn(
+          {"/bin/bash", std::string(LOCKSTEP_SOURCE_DIR) + "/tests/browser/check-html.sh",
+           tmp / "c/report.html", tmp / "c/report.png"},
+          tmp.path() / "browser.log"),
+      120);
+  EXPECT_EQ(st.code, 0) << lockstep::util::last_nonempty_line(tmp.path() / "browser.log");
+}
+
+// docs/extending.md "An external trainer" shows examples/external/minimal.py verbatim, and it runs.
+TEST(ExternalExample, TheReadmesMinimalTrainerIsTheOneThatRuns) {
+  const std::string readme = read_text(fs::path(LOCKSTEP_SOURCE_DIR) / "docs/extending.md");
+  const std::string script = read_text(fs::path(LOCKSTEP_SOURCE_DIR) / "examples/external/minimal.py");
+  ASSERT_GT(line_count(script), 15u);
+  EXPECT_NE(readme.find("```python\n" + script + "```"), std::string::npos)
+      << "docs/extending.md's example trainer differs from examples/external/minimal.py";
+  TempDir tmp;
+  auto r = run_lockstep({"run", "examples/external/minimal.toml", "--out", tmp / "a", "--quiet",
+                         "--no-history"},
+                        tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto l = losses(tmp.path() / "a" / "metrics.jsonl");
+  ASSERT_EQ(l.size(), 50u);
+  EXPECT_LT(l.back(), 0.5 * l.front());
+}
