@@ -18,7 +18,7 @@ write_basic_package_version_file(
   VERSION ${LOCKSTEP_PLUGIN_ABI}
   COMPATIBILITY ExactVersion)
 
-install(FILES ${PROJECT_SOURCE_DIR}/include/lockstep/plugin.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/lockstep/plugin.h ${PROJECT_SOURCE_DIR}/include/lockstep/trainer.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep COMPONENT plugin_sdk)
 install(FILES ${PROJECT_BINARY_DIR}/LockstepPluginConfig.cmake
               ${PROJECT_BINARY_DIR}/LockstepPluginConfigVersion.cmake

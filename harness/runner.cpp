@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 
@@ -21,6 +22,7 @@
 #include "harness/runs/run_folder.h"
 #include "harness/runs/summary.h"
 #include "harness/train/checkpoint.h"
+#include "harness/vocab/probe_file.h"
 #include "harness/train/profile/trace.h"
 #include "harness/train/probe/prober.h"
 #include "harness/train/trainer.h"
@@ -92,6 +94,65 @@ class Observers final : public train::StepObserver {
   std::vector<train::StepObserver*> list_;
 };
 
+// The steps an external trainer checkpoints at (protocol 2's probe): those Lockstep's own
+// trainer would keep with the same [checkpoint] every and keep, the last step excluded.
+std::vector<int64_t> external_checkpoint_steps(const config::Config& cfg) {
+  const int64_t every = cfg.integer("checkpoint.every"), keep = cfg.integer("checkpoint.keep");
+  const int64_t steps = cfg.integer("run.steps");
+  std::vector<int64_t> out;
+  if (every <= 0) return out;
+  for (int64_t s = every; s < steps; s += every) out.push_back(s);
+  if (keep > 0 && static_cast<int64_t>(out.size()) > keep) out.erase(out.begin(), out.end() - keep);
+  return out;
+}
+
+// --probe of an external arm (protocol 2): the trainer runs its forwards at the checkpoints it
+// wrote in the baseline's run (step-NNNNNNNN) and writes probe.json/probe.bin here.
+int external_probe_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
+  const runs::RunFolder folder(out);
+  const fs::path checkpoints = runs::RunFolder(req.probe).checkpoints();
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(checkpoints, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() == 13 && n.rfind("step-", 0) == 0 &&
+        n.find_first_not_of("0123456789", 5) == std::string::npos)
+      found.push_back(e.path());
+  }
+  std::sort(found.begin(), found.end());  // step-%08d: by step
+  if (found.empty())
+    throw UsageError(req.probe + ": no checkpoints/step-NNNNNNNN to probe (the trainer writes them "
+                     "at LOCKSTEP_CHECKPOINT_STEPS when it announces \"probe\")");
+  fs::create_directories(out);
+  folder.write_config(cfg.to_toml());
+  external::ExternalRunOptions opts;
+  opts.probe_checkpoints = found;
+  opts.probe_out = out;
+  const auto o = external::run_external_probe(cfg, out, opts);
+  std::string failure = o.failure;
+  if (o.status == RunStatus::Ok) {
+    try {  // what the trainer wrote must be a probe of exactly these checkpoints
+      const auto rec = train::read_probe(out);
+      if (rec.steps.size() != found.size())
+        throw std::runtime_error((out / "probe.json").string() + ": " +
+                                 std::to_string(rec.steps.size()) + " steps, " +
+                                 std::to_string(found.size()) + " checkpoints were probed");
+      if (rec.buckets != train::kProbeBuckets)
+        throw std::runtime_error((out / "probe.json").string() + ": buckets = " +
+                                 std::to_string(rec.buckets) + ", the probe's sketch has " +
+                                 std::to_string(train::kProbeBuckets));
+      if (!req.quiet)
+        std::cout << "probed " << rec.steps.size() << " checkpoints of " << req.probe << ", "
+                  << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
+      return kExitPass;
+    } catch (const std::exception& e) {
+      failure = std::string("external trainer's probe: ") + e.what();
+    }
+  }
+  std::cerr << "run failed: " << failure << "\n";
+  return kExitRunFailed;
+}
+
 // An arm with an [external] section: its command trains, Lockstep reads and checks what it writes
 // (harness/external/external_run.h) and writes the same run folder as for its own trainer.
 int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
@@ -110,7 +171,14 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
   Observers observers;
   observers.add(&log);
   if (!req.quiet) observers.add(&progress);
-  auto o = external::run_external(cfg, out, {req.stop_after}, observers);
+  external::ExternalRunOptions opts;
+  opts.stop_after = req.stop_after;
+  opts.checkpoint_steps = external_checkpoint_steps(cfg);
+  opts.checkpoint_dir = folder.checkpoints();
+  auto o = external::run_external(cfg, out, opts, observers);
+  if (!o.turns_ended.empty() && o.turns_ended != "the trainer finished")
+    std::cerr << "external trainer: the timing run's turns with its peer ended: " << o.turns_ended
+              << "\n";
 
   PeakFlops peak{std::nullopt, "unknown: external.flops_per_token is not set"};
   if (ext.flops_per_token)
@@ -127,6 +195,7 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
   base.env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), 1);
   base.env["trainer"] = "external";
   base.env["external_command"] = o.command_line;
+  o.protocol.to_env(base.env);
   auto summary = summarize(o.records, in, base);
   summary.mfu_formula = ext.flops_per_token ? "external.flops_per_token (declared by the config)"
                                             : "unknown: external.flops_per_token is not set";
@@ -304,9 +373,7 @@ int run_training(const RunRequest& req) {
                      "--resume it");
 
   if (external::is_external(cfg)) {
-    if (!req.probe.empty())
-      throw UsageError(req.probe + ": an external trainer's arm cannot be probed (Lockstep runs "
-                       "no forward of it)");
+    if (!req.probe.empty()) return external_probe_arm(req, cfg, out);
     return run_external_arm(req, cfg, out);
   }
   if (!req.probe.empty()) return probe_arm(req, cfg, who, out);

@@ -70,6 +70,8 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   r.policy = plan.policy;
   r.policy_source = plan.policy_source;
   r.warnings = plan.warnings;
+  r.baseline_trainer = plan.baseline_trainer;
+  r.variant_trainer = plan.variant_trainer;
   r.changes = plan.changes;
   r.changed_knobs = plan.changed_knobs;
   r.klass_source = plan.klass_source;

@@ -37,12 +37,21 @@ std::vector<double> read_golden(const std::string& path) {
 
 CompareResult run_comparison(const CompareRequest& req) {
   const auto t0 = std::chrono::steady_clock::now();
-  const ComparisonPlan plan = plan_comparison(req);
+  ComparisonPlan plan = plan_comparison(req);
   if (req.before_runs) req.before_runs();
-  CompareResult r = analyse_alignment(plan, execute_alignment(plan, req.log));
+  auto aligned = execute_alignment(plan, req.log);
+  if (plan.awaits_capabilities) {  // an external arm: its full runs said what it supports
+    const auto [b, v] = announced(plan, aligned);
+    const size_t done = plan.alignment.size();
+    adopt_capabilities(plan, req, b, v);
+    auto more = execute_alignment(plan, req.log, done);
+    aligned.insert(aligned.end(), more.begin(), more.end());
+  }
+  CompareResult r = analyse_alignment(plan, aligned);
   if (!plan.probes.empty() && r.failed_arm.empty()) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
   } else {
+    drop_probe_checkpoints(plan);
     analyse_probe(plan, {}, r);  // says why it did not run
   }
   if (should_time(r)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "harness/external/external_config.h"
 #include "harness/runs/run_folder.h"
 
 namespace lockstep::compare {
@@ -22,19 +23,40 @@ std::vector<runs::RunOutcome> run_untimed(const ComparisonPlan& plan, const std:
 
 }  // namespace
 
-std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log) {
-  return run_untimed(plan, plan.alignment, "full-length runs for the loss check", log);
+std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log,
+                                                size_t from) {
+  const std::vector<ArmRun> runs(plan.alignment.begin() + static_cast<long>(std::min(from, plan.alignment.size())),
+                                 plan.alignment.end());
+  if (runs.empty()) return {};
+  return run_untimed(plan, runs,
+                     from == 0 ? "full-length runs for the loss check"
+                               : "more full-length runs for the loss check",
+                     log);
+}
+
+std::pair<TrainerProtocol, TrainerProtocol> announced(const ComparisonPlan& plan,
+                                                      const std::vector<runs::RunOutcome>& full) {
+  auto of = [&](size_t i) {
+    const auto& a = plan.alignment.at(i);
+    const config::Config& cfg = a.arm == Arm::Baseline ? plan.baseline_config : plan.variant_config;
+    if (i < full.size() && full[i].has_summary) return TrainerProtocol::from_env(full[i].summary.env);
+    return external::is_external(cfg) ? TrainerProtocol{} : TrainerProtocol::own();
+  };
+  if (plan.mode == Mode::Golden) return {of(0), of(0)};
+  return {of(0), of(1)};
+}
+
+void drop_probe_checkpoints(const ComparisonPlan& plan) {
+  // Weights and optimizer state at up to 5 steps (gigabytes for a large preset): they served only
+  // the probe; the sketches stay in arms/probe/.
+  if (plan.probe_every <= 0 || plan.alignment.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(runs::RunFolder(plan.alignment.front().job.dir).checkpoints(), ec);
 }
 
 std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log) {
   auto out = run_untimed(plan, plan.probes, "function probes at the baseline's checkpoints", log);
-  // The probe's checkpoints (weights and AdamW state, 4 of them: gigabytes for a large preset)
-  // served only it; the sketches stay in arms/probe/.
-  if (!plan.probes.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(runs::RunFolder(plan.probes.front().job.probe_from).checkpoints(),
-                                ec);
-  }
+  drop_probe_checkpoints(plan);
   return out;
 }
 
@@ -47,13 +69,18 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
     if (plan.steps_in_turns() && i + 1 < until) {  // the pair at once, step by step
       if (log) {
         std::string on;
-        for (int c : plan.turn_cpus) on += (on.empty() ? " on CPU " : ",") + std::to_string(c);
+        for (size_t r = 0; r < plan.turn_cpus.size(); ++r) {  // " on CPU 0" | " on CPUs 0 | 1"
+          on += r ? " | " : plan.turn_cpus.size() == 1 ? " on CPU " : " on CPUs ";
+          for (size_t k = 0; k < plan.turn_cpus[r].size(); ++k)
+            on += (k ? "," : "") + std::to_string(plan.turn_cpus[r][k]);
+        }
+        if (plan.turn_cpus.size() > 1) on += " (rank by rank)";
         log("timing repeats " + std::to_string(i + 1) + "+" + std::to_string(i + 2) + "/" +
             std::to_string(until) + ": " + to_string(t.arm) + " and " + to_string(plan.timing[i + 1].arm) +
             " taking turns step by step" + on);
       }
       auto [first, second] =
-          runs::run_children_in_turns(t.job, plan.timing[i + 1].job, plan.turn_cpus);
+          runs::run_children_in_turns(t.job, plan.timing[i + 1].job, plan.turn_cpus, plan.turn_ranks);
       out.push_back(std::move(first));
       out.push_back(std::move(second));
       if (!out[i].ok() || !out[i + 1].ok()) return false;

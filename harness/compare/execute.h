@@ -14,8 +14,17 @@ namespace lockstep::compare {
 
 using Log = std::function<void(const std::string&)>;
 
-// The plan's alignment runs, plan.parallel at a time; one outcome per plan.alignment entry.
-std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log);
+// The plan's alignment runs from index `from` on, plan.parallel at a time; one outcome per
+// plan.alignment entry from there.
+std::vector<runs::RunOutcome> execute_alignment(const ComparisonPlan& plan, const Log& log,
+                                                size_t from = 0);
+// What the trainers of the full runs announced (Lockstep's own trainer: everything; an external
+// run without a hello: protocol 1): (baseline, variant); golden mode: the variant's twice.
+std::pair<TrainerProtocol, TrainerProtocol> announced(const ComparisonPlan& plan,
+                                                      const std::vector<runs::RunOutcome>& full);
+// The baseline's probe checkpoints, once nothing needs them (after the probes, or when the plan
+// has none: an external trainer asked for them that announced no probe).
+void drop_probe_checkpoints(const ComparisonPlan& plan);
 // The plan's probe runs (after the alignment runs: they read the baseline's checkpoints, which
 // are removed once the probes are done: they served only them).
 std::vector<runs::RunOutcome> execute_probes(const ComparisonPlan& plan, const Log& log);

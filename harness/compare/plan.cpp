@@ -10,6 +10,7 @@
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
 #include "harness/util/process.h"
+#include "harness/vocab/trainer_protocol.h"
 #include "variants/precision_traits.h"
 
 namespace lockstep::compare {
@@ -66,6 +67,38 @@ std::vector<std::string> with_noise(std::vector<std::string> sets, double u, int
   return sets;
 }
 
+ArmRun arm_run(Arm arm, Role role, int64_t run_seed, const std::string& label, const ArmSpec& spec,
+               std::vector<std::string> sets, fs::path dir, int64_t stop_after) {
+  runs::RunJob j;
+  j.label = label;
+  j.config = spec.config;
+  j.sets = std::move(sets);
+  j.dir = std::move(dir);
+  j.stop_after = stop_after;
+  return ArmRun{arm, role, run_seed, std::move(j)};
+}
+
+// Each arm's --set overrides, with --steps.
+std::pair<std::vector<std::string>, std::vector<std::string>> arm_sets(const CompareRequest& req) {
+  auto with_steps = [&](std::vector<std::string> sets) {
+    if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));
+    return sets;
+  };
+  return {with_steps(req.baseline.sets), with_steps(req.variant.sets)};
+}
+
+// The baseline's full run checkpoints at 1/5, 2/5, ... of its steps, for the function probe.
+void add_probe_checkpoints(ComparisonPlan& p) {
+  p.probe_every = std::max<int64_t>(1, p.baseline_config.integer("run.steps") / kProbePoints);
+  auto& full = p.alignment.front().job;  // the baseline's full run
+  full.sets.push_back("checkpoint.every=" + std::to_string(p.probe_every));
+  full.sets.push_back("checkpoint.keep=" + std::to_string(kProbePoints));
+}
+
+bool one_rank(const config::Config& c) {
+  return c.integer("parallel.world_size") == 1 && c.integer("parallel.zero_stage") == 0;
+}
+
 }  // namespace
 
 // On CUDA the loss-check runs are sized by GPUs, not cores: each concurrent run gets GPUs of its
@@ -90,11 +123,7 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   p.variant_path = req.variant.config;
   p.golden_file = req.golden_file;
 
-  auto with_steps = [&](std::vector<std::string> sets) {
-    if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));
-    return sets;
-  };
-  const auto bsets = with_steps(req.baseline.sets), vsets = with_steps(req.variant.sets);
+  const auto [bsets, vsets] = arm_sets(req);
   p.variant_config = config::Config::load(req.variant.config, vsets);
   p.baseline_config =
       p.mode == Mode::AB ? config::Config::load(req.baseline.config, bsets) : p.variant_config;
@@ -166,44 +195,8 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
                : req.parallel > 0   ? req.parallel
                                     : auto_parallel(bcfg, vcfg);
 
-  // How a timing repeat pair runs (docs/method.md "Timing in turns"): taking turns step by step needs
-  // one process per arm that runs Lockstep's own step loop.
-  if (p.mode == Mode::AB) {
-    const int64_t ranks = std::max(bcfg.integer("parallel.world_size"),
-                                   vcfg.integer("parallel.world_size"));
-    if (!p.policy.steps_in_turns())
-      p.interleave_note = "[gate] interleave = \"repeat\"";
-    else if (ranks > 1)
-      p.interleave_note = "an arm runs " + std::to_string(ranks) +
-                          " ranks: ranks cannot take turns with another arm's, so the repeats run "
-                          "one after the other";
-    else if (external::is_external(bcfg) || external::is_external(vcfg))
-      p.interleave_note = "an external trainer takes no turns: the repeats run one after the other";
-    else
-      p.interleave = Interleave::Step;
-    // Both runs of a pair on the same CPUs (the first run.threads of those this process may
-    // use): the cores of a VM differ in speed from moment to moment, and a run stays on the core
-    // it started on.
-    const auto threads = static_cast<size_t>(
-        std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
-    const std::vector<int> cpus = util::allowed_cpus();
-    if (p.steps_in_turns() && cpus.size() >= threads)
-      p.turn_cpus.assign(cpus.begin(), cpus.begin() + static_cast<long>(threads));
-  }
-
   const fs::path arms = fs::path(req.out_dir) / "arms";
   const int64_t seed = bcfg.integer("run.seed");
-  auto arm_run = [](Arm arm, Role role, int64_t run_seed, const std::string& label,
-                    const ArmSpec& spec, std::vector<std::string> sets, fs::path dir,
-                    int64_t stop_after) {
-    runs::RunJob j;
-    j.label = label;
-    j.config = spec.config;
-    j.sets = std::move(sets);
-    j.dir = std::move(dir);
-    j.stop_after = stop_after;
-    return ArmRun{std::move(arm), std::move(role), run_seed, std::move(j)};
-  };
 
   // Equivalence: full-length runs at the comparison seed (and the seed band).
   if (p.mode == Mode::AB)
@@ -211,12 +204,104 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         arm_run(Arm::Baseline, Role::Full, seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
   p.alignment.push_back(arm_run(Arm::Variant, Role::Full, vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
+  // An external trainer says what it supports on its first metrics line: the rest of the plan
+  // waits for the full runs (adopt_capabilities). Their baseline checkpoints for a probe, in case
+  // it announces one (a trainer that does not ignores the request).
+  p.awaits_capabilities = external::is_external(bcfg) || external::is_external(vcfg);
+  if (!p.awaits_capabilities) {
+    plan_checks(p, req, TrainerProtocol::own(), TrainerProtocol::own());
+    return p;
+  }
+  if (p.mode == Mode::AB && p.klass == config::Knob::Approximate && req.probe && one_rank(bcfg) &&
+      one_rank(vcfg) && bcfg.integer("run.steps") >= 2)
+    add_probe_checkpoints(p);
+  return p;
+}
+
+void adopt_capabilities(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& baseline,
+                        const TrainerProtocol& variant) {
+  p.awaits_capabilities = false;
+  plan_checks(p, req, baseline, variant);
+}
+
+void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& btrainer,
+                 const TrainerProtocol& vtrainer) {
+  const auto [bsets, vsets] = arm_sets(req);
+  const auto& bcfg = p.baseline_config;
+  const auto& vcfg = p.variant_config;
+  const fs::path arms = fs::path(req.out_dir) / "arms";
+  const int64_t seed = bcfg.integer("run.seed");
+  p.baseline_trainer = btrainer;
+  p.variant_trainer = vtrainer;
+  const bool external = btrainer.external || vtrainer.external;
+  auto both = [&](Capability c) { return btrainer.has(c) && vtrainer.has(c); };
+  // Which arm lacks a capability, for the notes: "the baseline's", "the variant's", "both arms'".
+  auto lacking = [&](Capability c) {
+    const bool b = !btrainer.has(c), v = !vtrainer.has(c);
+    return std::string(b && v ? "both arms' external trainers" : b ? "the baseline's external trainer" : "the variant's external trainer");
+  };
+  // What an external trainer lacks, said once per arm; the consequences follow where they apply.
+  for (const auto& [who, t] : {std::pair<const char*, const TrainerProtocol*>{"baseline", &btrainer},
+                               {"variant", &vtrainer}}) {
+    if (!t->external || t->lacks().empty() || (p.mode == Mode::Golden && who[0] == 'b')) continue;
+    std::string lacks;
+    for (auto c : t->lacks()) lacks += (lacks.empty() ? "" : ", ") + std::string(to_string(c));
+    p.warnings.push_back(std::string("the ") + who + "'s external trainer speaks protocol " +
+                         std::to_string(t->version) +
+                         (t->version < 2 ? " (metrics only)" : "") + " and lacks " + lacks +
+                         " (docs/protocol.md)");
+  }
+  auto protocol_of = [&](Capability c) {
+    const auto& t = !btrainer.has(c) ? btrainer : vtrainer;
+    return "protocol " + std::to_string(t.version);
+  };
+  // How a timing repeat pair runs (docs/method.md "Timing in turns"): taking turns step by step needs
+  // one process per arm that runs Lockstep's own step loop or an external trainer that announced
+  // "turns".
+  if (p.mode == Mode::AB) {
+    const int64_t branks = bcfg.integer("parallel.world_size"),
+                  vranks = vcfg.integer("parallel.world_size");
+    if (!p.policy.steps_in_turns())
+      p.interleave_note = "[gate] interleave = \"repeat\"";
+    else if (branks != vranks)
+      p.interleave_note = "the arms run " + std::to_string(branks) + " and " +
+                          std::to_string(vranks) +
+                          " ranks: rank r takes turns with rank r of the other arm only when both "
+                          "run as many, so the repeats run one after the other";
+    else if (branks > 1 && external)
+      p.interleave_note = "an external trainer runs " + std::to_string(branks) +
+                          " ranks of its own: Lockstep hands turns to one process per arm, so the "
+                          "repeats run one after the other";
+    else if (!both(Capability::Turns))
+      p.interleave_note = lacking(Capability::Turns) + " announced no turns (" +
+                          protocol_of(Capability::Turns) +
+                          "): the repeats run one after the other";
+    else
+      p.interleave = Interleave::Step;
+    // Both runs of a pair on the same CPUs, rank r of each on the r-th run.threads of those this
+    // process may use: the cores of a VM differ in speed from moment to moment, and a run stays on
+    // the core it started on.
+    p.turn_ranks = static_cast<int>(branks);
+    const auto threads = static_cast<size_t>(
+        std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
+    const std::vector<int> cpus = util::allowed_cpus();
+    if (p.steps_in_turns() && cpus.size() >= threads * static_cast<size_t>(branks))
+      for (size_t r = 0; r < static_cast<size_t>(branks); ++r)
+        p.turn_cpus.emplace_back(cpus.begin() + static_cast<long>(r * threads),
+                                 cpus.begin() + static_cast<long>((r + 1) * threads));
+  }
+
   // Approximate knobs: the noise envelope, K baseline runs at the comparison seed whose weights
-  // get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed. The harness
-  // injects it in its own trainer only: golden mode (no baseline config) and external trainers
-  // keep the seed band.
-  const bool envelope = p.klass == config::Knob::Approximate && p.mode == Mode::AB && !external::is_external(bcfg) &&
-                        !external::is_external(vcfg);
+  // get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed.
+  // Lockstep's own trainer injects it, an external one when it announced "noise"; golden mode (no
+  // baseline config) and a baseline trainer without it keep the seed band.
+  const bool envelope = p.klass == config::Knob::Approximate && p.mode == Mode::AB &&
+                        btrainer.has(Capability::Noise);
+  if (p.klass == config::Knob::Approximate && p.mode == Mode::AB && !envelope)
+    p.warnings.push_back("the baseline's external trainer announced no weight noise (protocol " +
+                         std::to_string(btrainer.version) +
+                         "): the approximate change is judged by the seed band, not the noise "
+                         "envelope");
   if (p.klass == config::Knob::Approximate) p.approximate_rule = envelope ? Rule::Envelope : Rule::SeedBand;
   if (envelope) {
     std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
@@ -236,22 +321,24 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
   // changes an implementation (an exact or approximate key: a kernel, not only a fault or the
   // sharding), the unit roundoff of fp32. The probe loads single-rank, unsharded checkpoints.
   const bool exact_kernel =
-      p.klass == config::Knob::Exact && p.mode == Mode::AB && !external::is_external(bcfg) &&
-      !external::is_external(vcfg) &&
+      p.klass == config::Knob::Exact && p.mode == Mode::AB && !external &&
       std::any_of(p.changes.begin(), p.changes.end(), [](const config::Change& c) {
         return c.knob == config::Knob::Exact || c.knob == config::Knob::Approximate;
       });
+  bool probe = false;
   if ((envelope || exact_kernel) && req.probe) {
     const int64_t steps = bcfg.integer("run.steps");
-    auto one_rank = [](const config::Config& c) {
-      return c.integer("parallel.world_size") == 1 && c.integer("parallel.zero_stage") == 0;
-    };
     if (!one_rank(bcfg) || !one_rank(vcfg))
       p.probe_note = "not run: the probe needs one rank and zero_stage = 0 on both arms";
     else if (steps < 2)
       p.probe_note = "not run: a 1-step run has no checkpoint before its last step";
+    else if (!both(Capability::Probe))
+      p.probe_note = "not run: " + lacking(Capability::Probe) + " announced no probe (" +
+                     protocol_of(Capability::Probe) + ")";
+    else if (external && p.probe_every == 0)
+      p.probe_note = "not run: the baseline's full run was not asked for checkpoints";
     else
-      p.probe_every = std::max<int64_t>(1, steps / kProbePoints);
+      probe = true;
     if (envelope) {
       p.probe_noise = p.envelope_noise;
       p.probe_noise_source = p.envelope_noise_source;
@@ -261,11 +348,9 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.probe_noise_source = "unit roundoff of fp32 (" + r.label + ")";
     }
   }
-  if (p.probe_every > 0) {
-    auto& full = p.alignment.front().job;  // the baseline's full run
-    full.sets.push_back("checkpoint.every=" + std::to_string(p.probe_every));
-    full.sets.push_back("checkpoint.keep=" + std::to_string(kProbePoints));
-    auto probe = [&](Arm arm, const std::string& label, const ArmSpec& spec,
+  if (probe) {
+    if (p.probe_every == 0) add_probe_checkpoints(p);
+    auto probe_run = [&](Arm arm, const std::string& label, const ArmSpec& spec,
                      std::vector<std::string> sets, int64_t noise_seed) {
       sets.push_back("profile.window=0");  // a probe trains nothing: no profiler either
       p.probes.push_back(arm_run(arm, Role::Probe, seed, label, spec, std::move(sets),
@@ -273,10 +358,10 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       p.probes.back().job.probe_from = arms / "baseline";
       p.probes.back().noise_seed = noise_seed;
     };
-    probe(Arm::Baseline, "baseline", req.baseline, bsets, 0);
-    probe(Arm::Variant, "variant", req.variant, vsets, 0);
+    probe_run(Arm::Baseline, "baseline", req.baseline, bsets, 0);
+    probe_run(Arm::Variant, "variant", req.variant, vsets, 0);
     for (int64_t k = 1; k <= p.policy.envelope_runs; ++k)
-      probe(Arm::Baseline, "baseline-noise" + std::to_string(k), req.baseline,
+      probe_run(Arm::Baseline, "baseline-noise" + std::to_string(k), req.baseline,
             with_noise(bsets, p.probe_noise, k), k);
   }
   // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
@@ -314,7 +399,6 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
       }
     }
   }
-  return p;
 }
 
 }  // namespace lockstep::compare

@@ -26,6 +26,7 @@
 #include "harness/vocab/compare_kinds.h"
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
+#include "harness/vocab/trainer_protocol.h"
 #include "harness/runs/child_run.h"
 
 namespace lockstep::compare {
@@ -84,13 +85,28 @@ struct ComparisonPlan {
   // Repeat (one after the other); interleave_note says why Repeat where it is.
   Interleave interleave = Interleave::Repeat;
   std::string interleave_note;
-  std::vector<int> turn_cpus;  // "step": the CPUs both runs of every pair are pinned to
+  // "step": rank r of both runs of every pair is pinned to turn_cpus[r] (empty: not pinned)
+  std::vector<std::vector<int>> turn_cpus;
+  int turn_ranks = 1;  // ranks per run: rank r of one takes turns with rank r of the other
   bool steps_in_turns() const { return interleave == Interleave::Step; }
+  // External arms: the plan after the full runs waits for what their trainers announce.
+  bool awaits_capabilities = false;
+  TrainerProtocol baseline_trainer = TrainerProtocol::own(), variant_trainer = TrainerProtocol::own();
 };
 
 // Throws config::ConfigError (a bad config) or UsageError (a bad golden file, a check step past
-// the last step): both exit 2, before anything runs.
+// the last step): both exit 2, before anything runs. With an external arm the plan holds only the
+// full runs (awaits_capabilities): what else it can do depends on what its trainer announces.
 ComparisonPlan plan_comparison(const CompareRequest& req);
+
+// The rest of an external comparison's plan, once the full runs have said what their trainers
+// support (the hello line, docs/protocol.md): envelope or seed band, probe, turns, timing.
+void adopt_capabilities(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& baseline,
+                        const TrainerProtocol& variant);
+
+// The plan after the full runs, for trainers with these capabilities (Lockstep's own: all).
+void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& baseline,
+                 const TrainerProtocol& variant);
 
 // Untimed runs at once when the request leaves it open: the cores this process may use
 // (util::available_cores) over the cores one run takes (threads x ranks), at least 1.

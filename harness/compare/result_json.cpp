@@ -23,6 +23,14 @@ json nums(const std::vector<double>& xs) {
 json opt(const std::optional<double>& x) {
   return x ? number(*x) : json(nullptr);
 }
+// {"external": true, "protocol": 1, "supports": [], "lacks": ["turns", "noise", "probe"]}
+json trainer_json(const TrainerProtocol& t) {
+  json supports = json::array(), lacks = json::array();
+  for (auto c : t.supports) supports.push_back(to_string(c));
+  for (auto c : t.lacks()) lacks.push_back(to_string(c));
+  return {{"external", t.external}, {"protocol", t.version}, {"supports", supports}, {"lacks", lacks}};
+}
+
 json str_or_null(const std::string& s) {
   return s.empty() ? json(nullptr) : json(s);
 }
@@ -300,6 +308,8 @@ json to_json(const CompareResult& r) {
           {"repeats", r.repeats},
           {"interleave", to_string(r.interleave)},
           {"interleave_note", str_or_null(r.interleave_note)},
+          {"trainer_protocol",
+           {{"baseline", trainer_json(r.baseline_trainer)}, {"variant", trainer_json(r.variant_trainer)}}},
           {"throughput_test", r.interleave == Interleave::Step
                                   ? "paired t-test of the pairs' log tokens/s ratios"
                                   : "Mann-Whitney U over the repeats' tokens/s"},

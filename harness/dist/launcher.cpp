@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -12,9 +13,11 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/vocab/step_turn.h"
 
 extern char** environ;
 
@@ -35,15 +38,57 @@ struct Child {
   std::string how;
 };
 
-std::vector<std::string> rank_env(int rank, int world, int port) {
+// A timing run taking turns (harness/runs/child_run.h): one turn socket per rank, and each
+// rank's CPUs when pinned. Empty when this run takes no turns (or the lists do not fit the world).
+struct RankTurns {
+  std::vector<int> fds;
+  std::vector<std::vector<int>> cpus;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
+  return out;
+}
+
+RankTurns rank_turns_from_env(int world) {
+  RankTurns t;
+  const char* fds = std::getenv(train::kTurnFdsEnv);
+  const char* cpus = std::getenv(train::kRankCpusEnv);
+  try {
+    if (fds)
+      for (const auto& f : split(fds, ',')) t.fds.push_back(std::stoi(f));
+    if (cpus)
+      for (const auto& list : split(cpus, ';')) {
+        t.cpus.emplace_back();
+        for (const auto& c : split(list, ',')) t.cpus.back().push_back(std::stoi(c));
+      }
+  } catch (const std::exception&) {
+    t = {};
+  }
+  if (static_cast<int>(t.fds.size()) != world) {
+    if (!t.fds.empty())
+      std::cerr << "launcher: " << train::kTurnFdsEnv << " names " << t.fds.size()
+                << " sockets for " << world << " ranks: no turns\n";
+    for (int fd : t.fds) ::close(fd);
+    t.fds.clear();
+  }
+  if (static_cast<int>(t.cpus.size()) != world) t.cpus.clear();
+  return t;
+}
+
+std::vector<std::string> rank_env(int rank, int world, int port, bool turns) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     for (const char* k : {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=",
-                          "MASTER_ADDR=", "MASTER_PORT=", "LOCKSTEP_AGENT_STORE="})
+                          "MASTER_ADDR=", "MASTER_PORT=", "LOCKSTEP_AGENT_STORE=",
+                          "LOCKSTEP_TURN_FDS=", "LOCKSTEP_RANK_CPUS=", "LOCKSTEP_TURN_FD="})
       if (kv.rfind(k, 0) == 0) kv.clear();
     if (!kv.empty()) env.push_back(kv);
   }
+  if (turns) env.push_back(std::string(train::StepTurn::kEnv) + "=3");  // its own socket, as fd 3
   env.push_back("RANK=" + std::to_string(rank));
   env.push_back("WORLD_SIZE=" + std::to_string(world));
   env.push_back("LOCAL_RANK=" + std::to_string(rank));
@@ -78,11 +123,16 @@ int launch(const LaunchSpec& spec) {
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
   const int port = store->getPort();
 
+  const RankTurns turns = rank_turns_from_env(spec.nproc);
   std::vector<Child> kids(static_cast<size_t>(spec.nproc));
   for (int r = 0; r < spec.nproc; ++r) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("launcher: pipe failed");
-    auto env = rank_env(r, spec.nproc, port);
+    auto env = rank_env(r, spec.nproc, port, !turns.fds.empty());
+    cpu_set_t pin;
+    CPU_ZERO(&pin);
+    if (!turns.cpus.empty())
+      for (int c : turns.cpus[static_cast<size_t>(r)]) CPU_SET(c, &pin);
     std::vector<char*> envp, argv;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -99,6 +149,14 @@ int launch(const LaunchSpec& spec) {
       ::setpgid(0, 0);
       ::dup2(fds[1], 1);
       ::dup2(fds[1], 2);
+      if (!turns.fds.empty()) {  // rank r's turn socket as fd 3, the other ranks' closed
+        const int mine = turns.fds[static_cast<size_t>(r)];
+        if (mine != 3) ::dup2(mine, 3);
+        for (int fd : turns.fds)
+          if (fd != 3) ::close(fd);
+      }
+      // Pinned before exec: every thread the rank starts inherits it.
+      if (!turns.cpus.empty()) ::sched_setaffinity(0, sizeof pin, &pin);
       ::execve(spec.exe.c_str(), argv.data(), envp.data());
       ::_exit(127);
     }
@@ -106,6 +164,7 @@ int launch(const LaunchSpec& spec) {
     kids[static_cast<size_t>(r)].pid = pid;
     kids[static_cast<size_t>(r)].out_fd = fds[0];
   }
+  for (int fd : turns.fds) ::close(fd);  // the ranks hold them: a rank's exit is its peer's EOF
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

@@ -19,6 +19,7 @@
 
 #include "harness/config/config.h"
 #include "harness/vocab/observer.h"
+#include "harness/vocab/trainer_protocol.h"
 
 namespace lockstep::external {
 
@@ -30,10 +31,19 @@ struct ExternalOutcome {
   int64_t peak_memory_bytes = 0;    // the largest the trainer reported (0: none)
   int64_t peak_rss_bytes = 0;       // the trainer process's high-water mark (0: unknown)
   std::string command_line;         // the command as run (placeholders expanded)
+  TrainerProtocol protocol;         // what the trainer announced (protocol 1: nothing)
+  std::string turns_ended;          // with LOCKSTEP_TURN_FD: why the turns ended before the run
 };
 
 struct ExternalRunOptions {
   int64_t stop_after = 0;  // stop the trainer once it has written this step (0: run it all)
+  // Protocol 2's probe (docs/protocol.md): checkpoints at these steps into checkpoint_dir ...
+  std::vector<int64_t> checkpoint_steps;
+  std::filesystem::path checkpoint_dir;
+  // ... and a probe run: forwards at these checkpoints (step-NNNNNNNN), sketches into probe_out.
+  std::vector<std::filesystem::path> probe_checkpoints;
+  std::filesystem::path probe_out;
+  int64_t probe_batches = 2;
 };
 
 // The files of an external run inside its run folder.
@@ -42,5 +52,11 @@ std::filesystem::path trainer_log(const std::filesystem::path& out);
 
 ExternalOutcome run_external(const config::Config& cfg, const std::filesystem::path& out,
                              const ExternalRunOptions& opts, train::StepObserver& observer);
+
+// A probe run of an external arm (opts.probe_checkpoints, opts.probe_out): the trainer runs its
+// forwards and writes probe.json/probe.bin into probe_out; no metrics. The outcome's status is
+// Failed (one line naming the file) when it exits non-zero, trains instead, or writes nothing.
+ExternalOutcome run_external_probe(const config::Config& cfg, const std::filesystem::path& out,
+                                   const ExternalRunOptions& opts);
 
 }  // namespace lockstep::external

@@ -1,5 +1,6 @@
 #include "harness/external/metrics_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -79,6 +80,42 @@ ExternalStep parse_step_line(const std::string& line, int64_t line_no, int64_t p
     s.peak_memory_bytes = count_field(j, "peak_memory_bytes", line_no);
   r.local_loss = r.loss;
   return s;
+}
+
+std::optional<TrainerProtocol> parse_hello(const std::string& line, int64_t line_no,
+                                           bool* only_hello) {
+  *only_hello = false;
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::parse_error&) {
+    return std::nullopt;  // parse_step_line names what is wrong with it
+  }
+  if (!j.is_object() || !j.contains("lockstep")) return std::nullopt;
+  const json& h = j.at("lockstep");
+  if (!h.is_object() || !h.contains("protocol") || !h.at("protocol").is_number_integer() ||
+      h.at("protocol").get<int64_t>() < 1)
+    bad(line_no, "\"lockstep\" must be {\"protocol\": <integer >= 1>, \"supports\": [...]}, got " +
+                     h.dump());
+  TrainerProtocol p;
+  p.version = static_cast<int>(std::min<int64_t>(h.at("protocol").get<int64_t>(), 1000));
+  if (h.contains("supports")) {
+    const json& s = h.at("supports");
+    if (!s.is_array()) bad(line_no, "\"lockstep\".\"supports\" must be an array of names, got " + s.dump());
+    for (const auto& name : s) {
+      if (!name.is_string())
+        bad(line_no, "\"lockstep\".\"supports\" must hold names (strings), got " + name.dump());
+      for (auto c : all_capabilities())
+        if (name.get<std::string>() == to_string(c) && !p.has(c)) p.supports.push_back(c);
+    }
+    std::vector<Capability> ordered;  // all_capabilities() order, whatever the trainer's
+    for (auto c : all_capabilities())
+      if (p.has(c)) ordered.push_back(c);
+    p.supports = ordered;
+  }
+  if (p.version < 2) p.supports.clear();  // protocol 1 is metrics only
+  *only_hello = !j.contains("step");
+  return p;
 }
 
 bool MetricsTail::exists() const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness/vocab/records.h"
+#include "harness/vocab/trainer_protocol.h"
 
 namespace lockstep::external {
 
@@ -25,6 +26,12 @@ struct ExternalStep {
 // Parses and validates line `line_no` of the file; `previous_step` is the step of the line before
 // (0 for the first). Throws std::runtime_error with "line N: what is wrong" on any problem.
 ExternalStep parse_step_line(const std::string& line, int64_t line_no, int64_t previous_step);
+
+// The hello (protocol 2, docs/protocol.md) a line carries, if any: a "lockstep" object with
+// "protocol" (an integer >= 1) and "supports" (capability names; names this Lockstep does not
+// know are ignored). `only_hello` is set when the line carries no step (a hello line of its own).
+// Throws std::runtime_error "line N: ..." when "lockstep" is malformed.
+std::optional<TrainerProtocol> parse_hello(const std::string& line, int64_t line_no, bool* only_hello);
 
 // The complete lines appended to a file since the last call. A line without its '\n' yet waits
 // for the next call (the trainer is still writing it), unless `at_end` (the trainer has exited).

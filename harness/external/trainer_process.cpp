@@ -58,7 +58,8 @@ std::optional<std::string> find_program(const std::string& name, const fs::path&
 
 TrainerProcess::TrainerProcess(const std::vector<std::string>& argv,
                                const std::map<std::string, std::string>& env,
-                               const fs::path& workdir, const fs::path& log) {
+                               const fs::path& workdir, const fs::path& log,
+                               const std::vector<std::pair<int, int>>& fds) {
   std::error_code ec;
   if (!fs::is_directory(workdir, ec))
     throw StartError("external.workdir " + workdir.string() + " is not a folder");
@@ -104,6 +105,8 @@ TrainerProcess::TrainerProcess(const std::vector<std::string>& argv,
     if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0 || ::chdir(dir.c_str()) != 0) err = errno;
     const int null_in = ::open("/dev/null", O_RDONLY);
     if (null_in >= 0) ::dup2(null_in, 0);
+    for (const auto& [from, to] : fds)  // dup2 clears close-on-exec on `to`
+      if (!err && ::dup2(from, to) < 0) err = errno;
     if (!err) {
       ::execve(program_.c_str(), args.data(), envp.data());
       err = errno;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/util/process.h"
@@ -24,10 +25,12 @@ struct StartError : std::runtime_error {
 class TrainerProcess {
  public:
   // argv[0] is looked up like a shell does: a name without '/' in PATH, a path relative to
-  // `workdir`. `env` entries are added to (or replace) Lockstep's own environment. Throws
+  // `workdir`. `env` entries are added to (or replace) Lockstep's own environment. `fds`: (fd of
+  // this process, fd number in the trainer) pairs it inherits (the turn's socket). Throws
   // StartError.
   TrainerProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                 const std::filesystem::path& workdir, const std::filesystem::path& log);
+                 const std::filesystem::path& workdir, const std::filesystem::path& log,
+                 const std::vector<std::pair<int, int>>& fds = {});
   ~TrainerProcess();  // stops it if it still runs
   TrainerProcess(const TrainerProcess&) = delete;
   TrainerProcess& operator=(const TrainerProcess&) = delete;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <exception>
 #include <optional>
@@ -104,33 +105,62 @@ RunOutcome run_child(const RunJob& job) {
 }
 
 std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second,
-                                                         const std::vector<int>& cpus) {
+                                                         const std::vector<std::vector<int>>& rank_cpus,
+                                                         int ranks) {
   prepare(first);
   prepare(second);
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)  // no turns: one at a time
-    return {run_child(first), run_child(second)};
-  for (int& fd : sv)  // above 3, so that dup2(fd, 3) in the child never meets itself
-    if (const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10); high >= 0) ::close(fd), fd = high;
-  const char token = 't';
-  (void)!::send(sv[1], &token, 1, MSG_NOSIGNAL);  // the first turn is first's (waiting at sv[0])
-  const std::vector<std::string> env{std::string(train::StepTurn::kEnv) + "=3"};
+  ranks = std::max(1, ranks);
+  std::vector<std::array<int, 2>> sv(static_cast<size_t>(ranks), {-1, -1});
+  auto close_all = [&] {
+    for (auto& p : sv)
+      for (int& fd : p)
+        if (fd >= 0) ::close(fd), fd = -1;
+  };
+  for (auto& p : sv) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p.data()) != 0) {  // no turns
+      close_all();
+      return {run_child(first), run_child(second)};
+    }
+    for (int& fd : p)  // above 3 + ranks, so that dup2(fd, 3 + r) in the child never meets itself
+      if (const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 16 + ranks); high >= 0) ::close(fd), fd = high;
+    const char token = 't';
+    (void)!::send(p[1], &token, 1, MSG_NOSIGNAL);  // the first turn is first's (waiting at p[0])
+  }
+  std::vector<std::string> env;
+  if (ranks == 1) {
+    env.push_back(std::string(train::StepTurn::kEnv) + "=3");
+  } else {
+    std::string fds, cpus;
+    for (int r = 0; r < ranks; ++r) {
+      fds += (r ? "," : "") + std::to_string(3 + r);
+      if (!rank_cpus.empty()) {
+        std::string list;
+        for (int c : rank_cpus[static_cast<size_t>(r) % rank_cpus.size()])
+          list += (list.empty() ? "" : ",") + std::to_string(c);
+        cpus += (r ? ";" : "") + list;
+      }
+    }
+    env.push_back(std::string(train::kTurnFdsEnv) + "=" + fds);
+    if (!cpus.empty()) env.push_back(std::string(train::kRankCpusEnv) + "=" + cpus);
+  }
   std::optional<util::Child> children[2];
   std::string failed[2];
   const RunJob* jobs[2] = {&first, &second};
   for (int k = 0; k < 2; ++k) {
+    std::vector<std::pair<int, int>> fds;
+    for (int r = 0; r < ranks; ++r) fds.emplace_back(sv[static_cast<size_t>(r)][k], 3 + r);
     try {
       children[k] = util::spawn(child_argv(*jobs[k]), RunFolder(jobs[k]->dir).log(),
-                                jobs[k]->label, env, {{sv[k], 3}});
+                                jobs[k]->label, env, fds);
       // posix_spawn returns once the child has exec'd: no thread of it exists yet, so every
-      // thread it starts (LibTorch's pool included) inherits the pin.
-      if (!cpus.empty()) util::pin_to_cpus(children[k]->pid, cpus);
+      // thread it starts (LibTorch's pool included) inherits the pin. Ranks pin themselves
+      // (their launcher, before exec).
+      if (ranks == 1 && !rank_cpus.empty()) util::pin_to_cpus(children[k]->pid, rank_cpus[0]);
     } catch (const std::exception& e) {
       failed[k] = e.what();
     }
   }
-  ::close(sv[0]);  // the children hold the only ends: one's exit is the other's end of file
-  ::close(sv[1]);
+  close_all();  // the children hold the only ends: one's exit is the other's end of file
   RunOutcome out[2];
   for (int k = 0; k < 2; ++k)
     out[k] = !children[k] ? could_not_start(failed[k])

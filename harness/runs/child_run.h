@@ -60,13 +60,17 @@ std::vector<std::string> child_argv(const RunJob& job);
 // failed run: the outcome says what happened.
 RunOutcome run_child(const RunJob& job);
 
-// Runs two jobs at the same time, taking turns step by step (harness/vocab/step_turn.h): each
-// gets one end of a socket pair as its fd 3 (LOCKSTEP_TURN_FD=3) and `first` has the first turn.
-// With `cpus`, both are pinned to those same CPUs as they start (before any thread of theirs
-// exists): never running at once, they then share one core's speed as well as its moment.
-// The outcomes in (first, second) order. Without a socket pair: one after the other.
-std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second,
-                                                         const std::vector<int>& cpus = {});
+// Runs two jobs at the same time, taking turns step by step (harness/vocab/step_turn.h), rank r
+// of one with rank r of the other: one socket pair per rank; a one-rank job gets its end as fd 3
+// (LOCKSTEP_TURN_FD=3), a job of R ranks its ends as fds 3 .. 3+R-1 (LOCKSTEP_TURN_FDS), which its
+// launcher hands to its ranks (harness/dist/launcher.h); `first` has the first turn everywhere.
+// With `rank_cpus` (one CPU list per rank), rank r of both is pinned to rank_cpus[r] as it starts
+// (before any thread of its exists): never running at once, the two then share those cores' speed
+// as well as their moment. The outcomes in (first, second) order. Without socket pairs: one after
+// the other.
+std::pair<RunOutcome, RunOutcome> run_children_in_turns(
+    const RunJob& first, const RunJob& second, const std::vector<std::vector<int>>& rank_cpus = {},
+    int ranks = 1);
 
 // Runs the jobs with at most `parallel` at once; the outcomes in job order. `slot_env[w]` (when
 // given, one per slot: parallel = its size) is added to the environment of every run slot w

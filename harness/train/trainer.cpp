@@ -170,11 +170,10 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.opts = std::move(opts);
   s.progress.in_flight = [comm = s.m->comm.get()] { return comm->in_flight(); };
 
-  // The hooks, in the order they are called. A single-process run of a compare timing pair takes
-  // turns with its peer; one that does not answer within the watchdog's limit (or 10 minutes) is
-  // left behind.
-  StepTurn turn;
-  if (who.world_size == 1) turn = StepTurn::from_env(std::max(600.0, 2 * s.m->run.step_timeout_s));
+  // The hooks, in the order they are called. Each rank of a compare timing pair's run takes turns
+  // with the same rank of its peer (its launcher handed it its socket); one that does not answer
+  // within the watchdog's limit (or 10 minutes) is left behind.
+  StepTurn turn = StepTurn::from_env(std::max(600.0, 2 * s.m->run.step_timeout_s));
   s.hooks.add(std::make_unique<TurnHook>(std::move(turn), s.progress));
   s.hooks.add(std::make_unique<FaultHook>(s.m->faults, s.progress));
   s.hooks.add(std::make_unique<ProfileHook>(*s.m));

@@ -14,6 +14,7 @@
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
 #include "harness/vocab/records.h"
+#include "harness/vocab/trainer_protocol.h"
 
 namespace lockstep::compare {
 
@@ -262,6 +263,8 @@ struct CompareResult {
   // asked for.
   Interleave interleave = Interleave::Repeat;
   std::string interleave_note;
+  // What each arm's trainer announced (Lockstep's own: protocol 2, everything).
+  TrainerProtocol baseline_trainer = TrainerProtocol::own(), variant_trainer = TrainerProtocol::own();
   Alignment alignment;
   std::string loss_reference =
       "baseline run";  // or "history run #ID (commit ...)" (--against-history)

@@ -13,6 +13,10 @@
 
 namespace lockstep::train {
 
+// m: buckets per recorded tensor (a prime). The sketch itself: harness/train/probe/probe.h, and
+// for any language docs/protocol.md "The CountSketch".
+constexpr int64_t kProbeBuckets = 4093;
+
 struct ProbeRecord {
   std::vector<int64_t> steps;        // the checkpoints' steps, ascending
   std::vector<std::string> tensors;  // "layer_norm[0]", "attention[0]", ..., "logits"

@@ -9,6 +9,12 @@
 
 namespace lockstep::train {
 
+// A multi-rank timing run (harness/runs/child_run.h): its turn sockets, one per rank, as
+// "3,4,..." and, when pinned, each rank's CPUs as "0;1" (rank 0 on CPU 0, rank 1 on CPU 1). Its
+// launcher hands rank r its socket as fd 3 (LOCKSTEP_TURN_FD=3) and its CPUs.
+constexpr const char* kTurnFdsEnv = "LOCKSTEP_TURN_FDS";
+constexpr const char* kRankCpusEnv = "LOCKSTEP_RANK_CPUS";
+
 class StepTurn {
  public:
   static constexpr const char* kEnv = "LOCKSTEP_TURN_FD";
@@ -37,6 +43,8 @@ class StepTurn {
   double wait();
   // Hands the turn to the peer (nothing when inactive; a peer that has gone ends the turns).
   void pass();
+  // Gives up ownership of the socket (an external arm's relay takes it over); -1 when inactive.
+  int release() { const int fd = fd_; fd_ = -1; return fd; }
   // After the last step: waits for the peer's step that follows this run's last (so this run's
   // teardown never overlaps a timed step of the peer), then closes.
   void finish();

@@ -339,11 +339,18 @@ TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
   const auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["verdict"], "pass") << r.output;
   // The class the variant declared ([gate] alignment = "approximate", taken with --policy's
-  // other keys from the variant since the policy file leaves it unset) and its seed band.
+  // other keys from the variant since the policy file leaves it unset), judged with the whole
+  // gate: train.py speaks the trainer protocol 2 (python/lockstep_trainer), so the noise
+  // envelope, the function probe and timing pairs that take turns (docs/protocol.md).
   EXPECT_EQ(rep["alignment"]["class"], "approximate");
-  ASSERT_TRUE(rep["alignment"]["seed_band"].is_object()) << r.output;
-  EXPECT_EQ(rep["alignment"]["seed_band"]["seeds"].size(), 3u);
-  EXPECT_TRUE(rep["alignment"]["seed_band"]["inside"].get<bool>()) << rep["alignment"].dump();
+  EXPECT_EQ(rep["trainer_protocol"]["baseline"]["protocol"], 2);
+  EXPECT_TRUE(rep["trainer_protocol"]["variant"]["lacks"].empty());
+  ASSERT_TRUE(rep["alignment"]["envelope"].is_object()) << r.output;
+  EXPECT_EQ(rep["alignment"]["envelope"]["runs"], 3);
+  EXPECT_TRUE(rep["alignment"]["envelope"]["inside"].get<bool>()) << rep["alignment"].dump();
+  ASSERT_TRUE(rep["alignment"]["probe"].contains("steps")) << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
+  EXPECT_EQ(rep["interleave"], "step") << rep["interleave_note"];
   // bf16 rounds differently: not the same curve, but close to it.
   const fs::path arms = tmp.path() / "c" / "arms";
   const auto b = losses(arms / "baseline" / "metrics.jsonl"),

@@ -98,7 +98,11 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
                 "timed",        "wall_seconds", "environment", "class_source", "tail_statistic",
                 "power",        "common_peak", "sequential", "interleave", "interleave_note",
-                "throughput_test"}));
+                "throughput_test", "trainer_protocol"}));
+  // Lockstep's own trainer: protocol 2, everything (docs/protocol.md).
+  EXPECT_EQ(j["trainer_protocol"]["baseline"],
+            (json{{"external", false}, {"protocol", 2}, {"supports", {"turns", "noise", "probe"}},
+                  {"lacks", json::array()}}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",

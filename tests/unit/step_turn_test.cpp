@@ -94,7 +94,7 @@ TEST(StepTurn, FromEnvTakesASocketAndRemovesTheVariable) {
 
   int p[2];
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
-  for (const std::string v : {std::to_string(p[0]), std::string("3x"), std::string(""),
+  for (const std::string& v : {std::to_string(p[0]), std::string("3x"), std::string(""),
                               std::string("-1"), std::string("999999")}) {
     ::setenv(StepTurn::kEnv, v.c_str(), 1);
     EXPECT_FALSE(StepTurn::from_env(60).active()) << "'" << v << "'";  // not a socket: no turns

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/vocab/probe_file.h"
 #include "workloads/gpt.h"
 
 namespace lockstep::train {
 
-constexpr int64_t kProbeBuckets = 4093;  // m: buckets per recorded tensor (a prime)
 constexpr int64_t kProbeBatches = 2;     // probe batches per checkpoint
 
 // Collects sketches forward after forward. A tensor is named by its kind and the ordinal of that
