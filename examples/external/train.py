@@ -11,22 +11,31 @@ optional grad_norm, lr and phase times.
 
 --dtype bf16 runs forward and backward under CPU autocast (master weights and AdamW stay fp32),
 the optimization examples/external/bf16.toml gates. Debian's python3-torch (1.13) is enough.
+
+It speaks Lockstep's trainer protocol 2 through the helper in python/lockstep_trainer (found next
+to this repository, or installed): it takes turns with its peer in timing runs, computes with the
+noise envelope's weight noise when asked, and writes checkpoints and function-probe sketches, so
+its comparisons get the same gate as Lockstep's own trainer (docs/protocol.md). --logit-drift D
+plants a bug for the gate to find: attention logits scaled by 1 + D.
 """
 import argparse
-import json
 import math
 import os
+import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import lockstep_trainer as lt  # noqa: E402  (the repository's copy, else an installed one)
+
 
 class Block(nn.Module):
-    def __init__(self, d, heads):
+    def __init__(self, d, heads, logit_drift=0.0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.logit_scale = heads, 1.0 + logit_drift
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
@@ -35,7 +44,7 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)  # (B, T, C) each
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)  # (B, H, T, T)
+        att = (q @ k.transpose(-2, -1)) * (self.logit_scale / math.sqrt(C // self.heads))  # (B, H, T, T)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
@@ -44,10 +53,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, T, d, layers, heads):
+    def __init__(self, vocab, T, d, layers, heads, logit_drift=0.0):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, logit_drift) for _ in range(layers))
         self.ln = nn.LayerNorm(d)
         for name, p in self.named_parameters():
             if p.dim() == 2:
@@ -56,11 +65,14 @@ class GPT(nn.Module):
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
 
-    def forward(self, idx, targets):
+    def logits(self, idx):
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))  # (B, T, C)
         for block in self.blocks:
             x = block(x)
-        logits = self.ln(x) @ self.tok.weight.t()  # (B, T, V), tied head
+        return self.ln(x) @ self.tok.weight.t()  # (B, T, V), tied head
+
+    def forward(self, idx, targets):
+        logits = self.logits(idx)
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
 
 
@@ -89,12 +101,17 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--logit-drift", type=float, default=0.0)
+    ap.add_argument("--slowdown-pct", type=float, default=0.0,
+                    help="a planted slowdown made of real work: GEMMs for this percent of the step's time")
     args = ap.parse_args()
+    ls = lt.Session(supports=("turns", "noise", "probe"))
+    autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16")  # noqa: E731
 
     torch.set_num_threads(1)  # a fixed thread count: part of determinism
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(args.seed)
-    model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads)
+    model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads, args.logit_drift)
     decay = [p for p in model.parameters() if p.dim() == 2]
     rest = [p for p in model.parameters() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -103,15 +120,27 @@ def main():
     succ = torch.randint(args.vocab, (args.vocab, 4), generator=g)  # the data's Markov chain
     warmup, min_lr = max(1, args.steps // 10), args.lr / 10
 
-    with open(args.metrics, "w") as out:
+    if ls.probe_mode:  # forwards at the baseline's checkpoints, on batches no step has seen
+        probe_g = torch.Generator().manual_seed(args.seed + 1_000_003)
+        batches = [markov_batch(succ, probe_g, args.batch, args.seq)[0] for _ in range(ls.probe_batches)]
+        def forward(x):
+            with autocast():
+                return model.logits(x)  # (B, T, V)
+        ls.run_probe(model, load=lambda path: model.load_state_dict(torch.load(path)),
+                     forward=forward, batches=batches)
+        return
+
+    with ls.metrics(args.metrics) as out:
         for step in range(1, args.steps + 1):
+            ls.turn().wait()  # timing runs take turns with their peer: the clock starts after
             t0 = time.perf_counter()
             x, y = markov_batch(succ, g, args.batch, args.seq)
             t1 = time.perf_counter()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
-                loss = model(x, y)
-            t2 = time.perf_counter()
-            loss.backward()
+            with ls.weight_noise(model, step):  # W (1 + e) for the forward and backward only
+                with autocast():
+                    loss = model(x, y)
+                t2 = time.perf_counter()
+                loss.backward()
             t3 = time.perf_counter()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).item()
             progress = max(0.0, (step - warmup) / max(1, args.steps - warmup))
@@ -121,14 +150,17 @@ def main():
             opt.step()
             opt.zero_grad(set_to_none=True)
             value = loss.item()
+            if args.slowdown_pct > 0:  # the planted slowdown: real arithmetic, its result unused
+                until = time.perf_counter() + (time.perf_counter() - t0) * args.slowdown_pct / 100
+                a = torch.ones(64, 64)
+                while time.perf_counter() < until:
+                    a = (a @ a).clamp_(-1, 1)
             t4 = time.perf_counter()
-            line = {"step": step, "loss": value if math.isfinite(value) else None,
-                    "step_ms": (t4 - t0) * 1e3, "tokens": args.batch * args.seq,
-                    "grad_norm": grad_norm if math.isfinite(grad_norm) else None, "lr": lr,
-                    "data_ms": (t1 - t0) * 1e3, "forward_ms": (t2 - t1) * 1e3,
-                    "backward_ms": (t3 - t2) * 1e3, "optimizer_ms": (t4 - t3) * 1e3}
-            out.write(json.dumps(line) + "\n")
-            out.flush()
+            out.step(step=step, loss=value, step_ms=(t4 - t0) * 1e3, tokens=args.batch * args.seq,
+                     grad_norm=grad_norm, lr=lr, data_ms=(t1 - t0) * 1e3, forward_ms=(t2 - t1) * 1e3,
+                     backward_ms=(t3 - t2) * 1e3, optimizer_ms=(t4 - t3) * 1e3)
+            ls.turn().hand_over()
+            ls.checkpoint(step, lambda path: torch.save(model.state_dict(), path))
 
 
 if __name__ == "__main__":

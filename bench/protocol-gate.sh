@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The gate's power for the arms that lacked it (issue 34): an external trainer speaking protocol 2
+# (examples/external/train.py on python/lockstep_trainer) and 2-rank arms (Gloo), each a real
+# `lockstep compare` with the default policy, interleaved by scenario so machine drift hits every
+# scenario alike. One TSV line per trial.
+#   ext_aa         examples/external/baseline.toml against itself: any timing "fail" is a false alarm
+#   ext_slow5      the same trainer with --slowdown-pct 5 (GEMMs for 5% of each step's time, inside
+#                  the step): detected = throughput "fail"
+#   ext_bf16       examples/external/bf16.toml at seed 3000 + trial: aligned = "loss alignment" pass
+#   ext_bf16drift  bf16 with attention logits x 1.02: rejected = "loss alignment" fail
+#   ddp_aa         configs/ddp2.toml against itself (2 ranks, turns rank by rank)
+#   ddp_slow5      ddp2 against ddp2 with faults.slowdown_pct = 5 on every rank
+#   ddp_zero2      ddp2 against configs/variants/zero2.toml: the report's tokens/s MDE
+#
+# usage: bench/protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]
+# e.g.   bench/protocol-gate.sh build/lockstep 20 /tmp/pg.tsv ext_aa,ext_slow5
+set -euo pipefail
+lockstep=$(realpath "${1:?usage: protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]}")
+n=${2:?} out=${3:?} scenarios=${4:?}
+shift 4
+extra=("$@")
+IFS=, read -r -a kinds <<< "$scenarios"
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PATH="/usr/bin:/bin:$PATH"  # Debian's python3, where python3-torch is
+
+# A variant of the example trainer: its command with extra flags (workdir stays the example's).
+ext_variant() {  # NAME DTYPE FLAGS...
+  local name=$1 dtype=$2
+  shift 2
+  local flags=""
+  for f in "$@"; do flags+=", \"$f\""; done
+  cat > "$work/$name.toml" <<EOF
+extends = "$root/examples/external/baseline.toml"
+[external]
+workdir = "$root/examples/external"
+command = ["python3", "train.py", "--seed", "{seed}", "--steps", "{steps}", "--metrics", "{metrics}",
+           "--dtype", "$dtype"$flags]
+$( [ "$dtype" = bf16 ] && printf '[precision]\ncompute = "bf16"\n[gate]\nalignment = "approximate"\n' )
+EOF
+  echo "$work/$name.toml"
+}
+slow5=$(ext_variant slow5 fp32 --slowdown-pct 5)
+drift=$(ext_variant drift bf16 --logit-drift 0.02)
+
+[ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\n' > "$out"
+for ((t = 1; t <= n; t++)); do
+  for k in "${kinds[@]}"; do
+    seed=$((3000 + t))
+    case "$k" in
+      ext_aa) args=(examples/external/baseline.toml examples/external/baseline.toml --set-variant run.name=aa) ;;
+      ext_slow5) args=(examples/external/baseline.toml "$slow5") ;;
+      ext_bf16) args=(examples/external/baseline.toml examples/external/bf16.toml --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed") ;;
+      ext_bf16drift) args=(examples/external/baseline.toml "$drift" --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed") ;;
+      ddp_aa) args=(configs/ddp2.toml configs/ddp2.toml --set-variant run.name=aa) ;;
+      ddp_slow5) args=(configs/ddp2.toml configs/ddp2.toml --set-variant faults.slowdown_pct=5) ;;
+      ddp_zero2) args=(configs/ddp2.toml configs/variants/zero2.toml) ;;
+      *) echo "protocol-gate: unknown scenario $k" >&2; exit 2 ;;
+    esac
+    dir=$work/$k-$t
+    set +e
+    (cd "$root" && "$lockstep" compare "${args[@]}" --out "$dir" --no-history "${extra[@]}" \
+      > "$dir.out" 2> "$dir.err")
+    rc=$?
+    set -e
+    if [ ! -f "$dir/report.json" ]; then
+      echo "protocol-gate: $k trial $t: no report (exit $rc): $(tail -n1 "$dir.err")" >&2
+      continue
+    fi
+    python3 - "$dir/report.json" "$k" "$t" "$rc" >> "$out" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+k, t, rc = sys.argv[2:5]
+v = {c["name"]: c["verdict"] for c in r["checks"]}
+def num(x):
+    return "" if x is None else f"{x:.3f}"
+a = r["alignment"]
+probe = a.get("probe") or {}
+pr = "-" if "passed" not in probe else ("pass" if probe["passed"] else "fail")
+print("\t".join([k, t, rc, v.get("loss alignment", "-"), a.get("rule") or "-", pr,
+                 v.get("throughput", "-"), v.get("p99 latency", "-"),
+                 num(r["delta"]["tokens_per_sec_pct"]["value"]),
+                 num((r.get("power") or {}).get("tokens_per_sec_mde_pct")),
+                 r.get("interleave", "-"), f"{r['wall_seconds'] / 60:.2f}"]))
+EOF
+    tail -n1 "$out" >&2
+  done
+done

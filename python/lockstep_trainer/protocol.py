@@ -1,0 +1,152 @@
+"""The session: what Lockstep asks of this run (its LOCKSTEP_* environment) and what the trainer
+announced it supports (docs/protocol.md). Every capability the trainer did not announce, and
+every variable Lockstep did not set, leaves the run exactly as it was.
+"""
+
+import json
+import math
+import os
+
+import torch
+
+from .noise import weight_noise
+from .sketch import ProbeRecorder, splitmix64, write_probe
+from .turn import Turn
+
+PROTOCOL = 2
+CAPABILITIES = ("turns", "noise", "probe")
+
+
+def _steps(value):
+    return [int(s) for s in value.split(",") if s.strip()] if value else []
+
+
+def checkpoint_step(path):
+    """The step of a checkpoint path named step-NNNNNNNN (Lockstep's naming)."""
+    base = os.path.basename(os.path.normpath(path))
+    if not base.startswith("step-") or not base[5:].isdigit():
+        raise ValueError("%s: a probe checkpoint is named step-NNNNNNNN" % path)
+    return int(base[5:])
+
+
+class Metrics:
+    """The metrics file: the hello line first, then one JSON line per step, flushed each time."""
+
+    def __init__(self, session, path):
+        self._session = session
+        self._f = open(path, "w")
+        self._f.write(json.dumps(session.hello()) + "\n")
+        self._f.flush()
+
+    def step(self, step, loss, step_ms, tokens, **extra):
+        loss = float(loss)
+        line = {"step": step, "loss": loss if math.isfinite(loss) else None,
+                "step_ms": step_ms, "tokens": tokens}
+        for k, v in extra.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                v = None
+            line[k] = v
+        self._f.write(json.dumps(line) + "\n")
+        self._f.flush()
+
+    def close(self):
+        if self._f:
+            self._session.finish()
+            self._f.close()
+            self._f = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Session:
+    def __init__(self, supports=CAPABILITIES, env=None):
+        env = os.environ if env is None else env
+        unknown = set(supports) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError("unknown capabilities: %s" % ", ".join(sorted(unknown)))
+        self.supports = tuple(c for c in CAPABILITIES if c in supports)
+        self.seed = int(env.get("LOCKSTEP_SEED", "0") or 0)
+        self._turn = Turn() if "turns" in self.supports else Turn(fd=-1)
+        noise = "noise" in self.supports
+        self.noise = float(env.get("LOCKSTEP_WEIGHT_NOISE", "0") or 0) if noise else 0.0
+        self.noise_seed = int(env.get("LOCKSTEP_NOISE_SEED", "0") or 0) if noise else 0
+        probe = "probe" in self.supports
+        self.checkpoint_steps = set(_steps(env.get("LOCKSTEP_CHECKPOINT_STEPS"))) if probe else set()
+        self.checkpoint_dir = env.get("LOCKSTEP_CHECKPOINT_DIR", "") if probe else ""
+        self.probe_out = env.get("LOCKSTEP_PROBE_OUT", "") if probe else ""
+        paths = env.get("LOCKSTEP_PROBE_CHECKPOINTS", "") if probe else ""
+        self.probe_checkpoints = [p for p in paths.split(",") if p]
+        self.probe_batches = int(env.get("LOCKSTEP_PROBE_BATCHES", "2") or 2)
+
+    def hello(self):
+        return {"lockstep": {"protocol": PROTOCOL, "supports": list(self.supports)}}
+
+    def metrics(self, path=None):
+        return Metrics(self, path or os.environ.get("LOCKSTEP_METRICS", "metrics.jsonl"))
+
+    # -- turns ------------------------------------------------------------------------------------
+    def turn(self):
+        """`with session.turn():` around one step: waits for the turn, hands it back after."""
+        return self._turn
+
+    def finish(self):
+        """After the last step (Metrics.close calls it): the peer's last step ends first."""
+        if self._turn.active:
+            self._turn.finish()
+
+    # -- noise ------------------------------------------------------------------------------------
+    def weight_noise(self, model, step):
+        """Forward and backward inside compute with W (1 + e); the update sees W."""
+        seed = splitmix64(splitmix64(self.seed) ^ self.noise_seed) & 0x7FFFFFFFFFFFFFFF
+        return weight_noise(model, step, self.noise, seed)
+
+    # -- probe ------------------------------------------------------------------------------------
+    def checkpoint(self, step, save):
+        """Calls save(path) at the steps Lockstep names; path is CHECKPOINT_DIR/step-NNNNNNNN."""
+        if step not in self.checkpoint_steps or not self.checkpoint_dir:
+            return None
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        path = os.path.join(self.checkpoint_dir, "step-%08d" % step)
+        save(path + ".tmp")
+        os.replace(path + ".tmp", path)  # a checkpoint is complete or absent
+        return path
+
+    @property
+    def probe_mode(self):
+        return bool(self.probe_out)
+
+    def run_probe(self, model, load, forward, batches, modules=None):
+        """The probe run: at each checkpoint, load(path); then forward(batch) for each fixed
+        batch (no grad, under the weight noise of that step), sketching `modules` (a dict or
+        (name, module) pairs; default: every leaf module with parameters) and what forward
+        returns ("output"). Writes LOCKSTEP_PROBE_OUT/probe.json and probe.bin."""
+        if modules is None:
+            modules = [(n, m) for n, m in model.named_modules()
+                       if not list(m.children()) and list(m.parameters(recurse=False))]
+        rec = ProbeRecorder(modules)
+        steps, sketches, names = [], [], []
+        try:
+            with torch.no_grad():
+                for path in self.probe_checkpoints:
+                    step = checkpoint_step(path)
+                    load(path)
+                    with self.weight_noise(model, step):
+                        for b, batch in enumerate(list(batches)[: self.probe_batches]):
+                            rec.begin_forward(b)
+                            out = forward(batch)
+                            if torch.is_tensor(out):  # the logits, say: what the model returns
+                                rec.add("output", out)
+                            rec.end_forward()
+                    names, per_tensor = rec.take()
+                    steps.append(step)
+                    sketches.append(per_tensor)
+        finally:
+            rec.close()
+        write_probe(self.probe_out, steps, names, sketches)
+
+

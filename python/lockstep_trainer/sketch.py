@@ -1,0 +1,148 @@
+"""The function probe's CountSketch, bit for bit the one Lockstep computes in C++
+(harness/train/probe/probe.cpp; the format: docs/protocol.md "Probe files").
+
+A recorded tensor x (any dtype, flattened row-major to n elements) is kept as m = 4093 fp64
+buckets. Element i = r*m + c goes to bucket c with sign u_r, where
+    salt = splitmix64((batch << 40) | (index + 1))      index: the tensor's place in the forward
+    u_r  = -1 if splitmix64(salt ^ r) >> 63 else +1      r = 0 .. n // m
+so the sketch of the (R, m) view is u^T X: computed in fp64 on x's device, in row chunks of
+2**18 elements on a CPU and 2**26 on a GPU, then the tail (the last n % m elements, row R).
+The sketch is linear: ||S(a) - S(b)|| estimates ||a - b|| between any two runs.
+"""
+
+import json
+import os
+import struct
+
+import torch
+
+BUCKETS = 4093  # m: a prime, so no structure of period below m folds onto few buckets
+_M64 = (1 << 64) - 1
+
+
+def splitmix64(z):
+    """splitmix64 on a Python int (mod 2**64), as harness/util/splitmix.h."""
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _signed(c):
+    return c - (1 << 64) if c >= 1 << 63 else c
+
+
+def _srl(x, k):  # logical shift right of int64 tensors holding uint64 bits
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def signs(salt, count):
+    """u_0 .. u_{count-1} as an fp64 tensor of +-1 (vectorized splitmix64 over int64 bits)."""
+    z = torch.arange(count, dtype=torch.int64) ^ _signed(salt)
+    z = z + _signed(0x9E3779B97F4A7C15)
+    z = (z ^ _srl(z, 30)) * _signed(0xBF58476D1CE4E5B9)
+    z = (z ^ _srl(z, 27)) * _signed(0x94D049BB133111EB)
+    z = z ^ _srl(z, 31)
+    return torch.where(z < 0, -1.0, 1.0).to(torch.float64)  # top bit set: -1
+
+
+def salt_for(batch, index):
+    return splitmix64(((batch << 40) | (index + 1)) & _M64)
+
+
+def count_sketch(t, salt, out=None):
+    """Adds the sketch of `t` with `salt` into `out` (m fp64 buckets on t's device); returns it."""
+    m = BUCKETS
+    with torch.no_grad():
+        x = t.detach().contiguous().view(-1)  # (n), as the module saw it
+        n = x.numel()
+        rows, tail = divmod(n, m)
+        if out is None:
+            out = torch.zeros(m, dtype=torch.float64, device=x.device)
+        u = signs(salt, rows + 1).to(x.device)
+        chunk = (1 << 18) if x.device.type == "cpu" else (1 << 26)
+        chunk_rows = max(1, chunk // m)
+        for r0 in range(0, rows, chunk_rows):
+            nr = min(chunk_rows, rows - r0)
+            block = x.narrow(0, r0 * m, nr * m).view(nr, m).to(torch.float64)  # (nr, m)
+            out.addmv_(block.t(), u.narrow(0, r0, nr))  # (m) += X^T u
+        if tail > 0:
+            out.narrow(0, 0, tail).add_(x.narrow(0, rows * m, tail).to(torch.float64) * u.narrow(0, rows, 1))
+    return out
+
+
+class ProbeRecorder:
+    """Sketches what named modules receive and return, forward after forward.
+
+    Each forward of a probe batch records, in the order the modules finish, every floating-point
+    input of a module ("NAME.in", "NAME.in1", ...) then its output ("NAME"; a tuple's first
+    tensor), and what the forward returns ("output", Session.run_probe). Batch b
+    adds into the same sketches with salts of its own (the sketch of the batches concatenated).
+    """
+
+    def __init__(self, modules):
+        self._handles = []
+        self.names, self._sketches = [], []
+        self._batch, self._next, self._active = 0, 0, False
+        for name, module in (modules.items() if isinstance(modules, dict) else modules):
+            self._handles.append(module.register_forward_hook(self._hook(name)))
+
+    def _hook(self, name):
+        def hook(module, inputs, output):
+            if not self._active:
+                return
+            k = 0
+            for x in inputs:  # floating-point tensors only (token ids say nothing of the math)
+                if torch.is_tensor(x) and x.is_floating_point():
+                    self.add(name + (".in" if k == 0 else ".in%d" % k), x)
+                    k += 1
+            if isinstance(output, (tuple, list)):
+                output = next((o for o in output if torch.is_tensor(o)), None)
+            if torch.is_tensor(output) and output.is_floating_point():
+                self.add(name, output)
+        return hook
+
+    def begin_forward(self, batch):
+        self._batch, self._next, self._active = batch, 0, True
+
+    def end_forward(self):
+        self._active = False
+
+    def add(self, name, t):
+        if self._next == len(self._sketches):
+            if self._batch > 0:
+                raise RuntimeError("probe: batch %d records more tensors than batch 0" % self._batch)
+            self.names.append(name)
+            self._sketches.append(None)
+        elif self.names[self._next] != name:
+            raise RuntimeError("probe: tensor %d is %s in this forward and %s in the first"
+                               % (self._next, name, self.names[self._next]))
+        i = self._next
+        self._sketches[i] = count_sketch(t, salt_for(self._batch, i), self._sketches[i])
+        self._next += 1
+
+    def take(self):
+        """(names, sketches as lists of floats) since the last take()."""
+        out = [s.cpu().tolist() for s in self._sketches]
+        names = self.names
+        self.names, self._sketches = [], []
+        return names, out
+
+    def close(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+def write_probe(folder, steps, tensors, sketches, buckets=BUCKETS):
+    """probe.bin (little-endian float64, [step][tensor][bucket]) then probe.json, its index."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "probe.bin"), "wb") as f:
+        for per_step in sketches:
+            for sk in per_step:
+                if len(sk) != buckets:
+                    raise ValueError("a sketch has %d buckets, not %d" % (len(sk), buckets))
+                f.write(struct.pack("<%dd" % buckets, *sk))
+    with open(os.path.join(folder, "probe.json"), "w") as f:
+        json.dump({"steps": list(steps), "tensors": list(tensors), "buckets": buckets}, f)
+        f.write("\n")
