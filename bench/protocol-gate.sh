@@ -51,8 +51,10 @@ for ((t = 1; t <= n; t++)); do
     case "$k" in
       ext_aa) args=(examples/external/baseline.toml examples/external/baseline.toml --set-variant run.name=aa) ;;
       ext_slow5) args=(examples/external/baseline.toml "$slow5") ;;
-      ext_bf16) args=(examples/external/baseline.toml examples/external/bf16.toml --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed") ;;
-      ext_bf16drift) args=(examples/external/baseline.toml "$drift" --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed") ;;
+      # Alignment cells: 2 timing repeats (the alignment verdict does not depend on them; a
+      # rejected variant is never timed).
+      ext_bf16) args=(examples/external/baseline.toml examples/external/bf16.toml --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed" --repeats 2) ;;
+      ext_bf16drift) args=(examples/external/baseline.toml "$drift" --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed" --repeats 2) ;;
       ddp_aa) args=(configs/ddp2.toml configs/ddp2.toml --set-variant run.name=aa) ;;
       ddp_slow5) args=(configs/ddp2.toml configs/ddp2.toml --set-variant faults.slowdown_pct=5) ;;
       ddp_zero2) args=(configs/ddp2.toml configs/variants/zero2.toml) ;;

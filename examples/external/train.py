@@ -33,9 +33,9 @@ import lockstep_trainer as lt  # noqa: E402  (the repository's copy, else an ins
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads, logit_drift=0.0):
+    def __init__(self, d, heads, logit_drift=0.0, name="block"):
         super().__init__()
-        self.heads, self.logit_scale = heads, 1.0 + logit_drift
+        self.heads, self.logit_scale, self.name = heads, 1.0 + logit_drift, name
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
@@ -45,6 +45,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)  # (B, T, C) each
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
         att = (q @ k.transpose(-2, -1)) * (self.logit_scale / math.sqrt(C // self.heads))  # (B, H, T, T)
+        lt.record(self.name + ".attn_logits", att)  # the probe sees the scores (no-op in training)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
@@ -56,7 +57,7 @@ class GPT(nn.Module):
     def __init__(self, vocab, T, d, layers, heads, logit_drift=0.0):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
-        self.blocks = nn.ModuleList(Block(d, heads, logit_drift) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, logit_drift, "blocks.%d" % i) for i in range(layers))
         self.ln = nn.LayerNorm(d)
         for name, p in self.named_parameters():
             if p.dim() == 2:

@@ -24,9 +24,9 @@ needs more than the standard library and torch.
 """
 
 from .protocol import PROTOCOL, Session, Metrics
-from .sketch import BUCKETS, count_sketch, splitmix64, ProbeRecorder, write_probe
+from .sketch import BUCKETS, count_sketch, splitmix64, ProbeRecorder, record, write_probe
 from .turn import Turn
 from .noise import weight_noise
 
 __all__ = ["PROTOCOL", "Session", "Metrics", "Turn", "weight_noise", "BUCKETS", "count_sketch",
-           "splitmix64", "ProbeRecorder", "write_probe"]
+           "splitmix64", "ProbeRecorder", "record", "write_probe"]

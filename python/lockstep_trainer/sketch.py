@@ -80,6 +80,8 @@ class ProbeRecorder:
     adds into the same sketches with salts of its own (the sketch of the batches concatenated).
     """
 
+    active = None  # the recorder of the forward in progress (record() adds to it)
+
     def __init__(self, modules):
         self._handles = []
         self.names, self._sketches = [], []
@@ -104,9 +106,11 @@ class ProbeRecorder:
 
     def begin_forward(self, batch):
         self._batch, self._next, self._active = batch, 0, True
+        ProbeRecorder.active = self
 
     def end_forward(self):
         self._active = False
+        ProbeRecorder.active = None
 
     def add(self, name, t):
         if self._next == len(self._sketches):
@@ -132,6 +136,15 @@ class ProbeRecorder:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+
+def record(name, tensor):
+    """Sketches `tensor` as `name` when a probe forward is in progress; nothing otherwise (free in
+    training). For what no module returns: attention logits computed inline, say. Call it in the
+    same order with the same names in every forward."""
+    rec = ProbeRecorder.active
+    if rec is not None:
+        rec.add(name, tensor)
 
 
 def write_probe(folder, steps, tensors, sketches, buckets=BUCKETS):
