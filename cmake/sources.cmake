@@ -36,6 +36,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/runs/run_json.cpp
   harness/vocab/probe_file.cpp
   harness/vocab/step_turn.cpp
+  harness/vocab/conformance_result.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp
@@ -74,6 +75,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/bisect.cpp
   harness/compare/result_json.cpp
   harness/compare/swap_hint.cpp
+  harness/compare/conformance_stage.cpp
   harness/history/sqlite.cpp
   harness/history/schema.cpp
   harness/history/store.cpp
@@ -143,6 +145,9 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/profile/kineto_window.cpp
   harness/train/profile/nvtx_layers.cpp
   harness/train/step_graph.cpp
+  harness/conformance/reference.cpp
+  harness/conformance/cases.cpp
+  harness/conformance/check.cpp
   harness/calibrate.cpp
   harness/runner.cpp
   harness/finish.cpp
@@ -159,6 +164,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_diagnose.cpp
   harness/cli/cmd_scale.cpp
   harness/cli/cmd_variants.cpp
+  harness/cli/cmd_conformance.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

@@ -97,6 +97,32 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "\nPlugins: baseline " << markdown_escape(text::plugins(r.baseline.plugins))
       << "; variant " << markdown_escape(text::plugins(r.variant.plugins)) << "\n";
 
+  if (r.conformance || !r.conformance_failure.empty()) {  // the table: every failing case, else the worst
+    o << "\n**Kernel conformance** (against each slot's exact math in fp64): ";
+    if (!r.conformance_failure.empty()) {
+      o << "❌ did not run — " << markdown_escape(r.conformance_failure) << "\n";
+    } else {
+      const auto& c = *r.conformance;
+      o << (c.passed() ? "✅ " : "❌ ") << c.rows.size() << " checks of "
+        << markdown_escape([&] {
+             std::string k;
+             for (const auto& n : c.kernels) k += (k.empty() ? "" : ", ") + n;
+             return k;
+           }()) << "\n\n"
+        << markdown_row({"Kernel", "Case", "Shape", "Direction", "Dtype", "Max error", "Bound", "Ratio", ""})
+        << "|---|---|---|---|---|--:|--:|--:|---|\n";
+      std::vector<const ConformanceRow*> shown;
+      for (const auto& x : c.rows)
+        if (!x.passed) shown.push_back(&x);
+      if (shown.empty() && c.worst()) shown.push_back(c.worst());
+      for (const auto* x : shown)
+        o << markdown_row({markdown_code(x->slot + " " + x->kernel), x->case_name, x->shape, x->direction,
+                           x->dtype, util::format_number("%.3g", x->error),
+                           util::format_number("%.3g", x->bound), util::format_number("%.2f", x->ratio()),
+                           x->passed ? "✅" : "❌"});
+    }
+  }
+
   const auto& a = r.alignment;
   o << "\n**Alignment** (" << markdown_escape(config::knob_class_name(a.klass)) << ", loss at step " << a.check_step << "): "
     << (!a.applicable ? "➖ not applicable"

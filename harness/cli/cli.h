@@ -30,5 +30,6 @@ void add_history_command(CLI::App& app, Action& action);    // history list|show
 void add_diagnose_commands(CLI::App& app, Action& action);  // diagnose, stages, trace-check
 void add_scale_command(CLI::App& app, Action& action);      // strong/weak scaling, Amdahl fit
 void add_variants_command(CLI::App& app, Action& action);   // the implementation registry
+void add_conformance_command(CLI::App& app, Action& action);  // kernels against their exact math
 
 }  // namespace lockstep::cli

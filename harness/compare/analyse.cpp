@@ -62,8 +62,7 @@ void fill_arm_from_alignment(ArmResult& arm, const ArmRun& run, const runs::RunO
 
 }  // namespace
 
-CompareResult analyse_alignment(const ComparisonPlan& plan,
-                                const std::vector<runs::RunOutcome>& outs) {
+CompareResult result_from_plan(const ComparisonPlan& plan) {
   CompareResult r;
   r.out_dir = plan.out_dir;
   r.mode = plan.mode;
@@ -88,6 +87,12 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   };
   if (plan.mode == Mode::AB) r.baseline.plugins = refs(plan.baseline_config);
   r.variant.plugins = refs(plan.variant_config);
+  return r;
+}
+
+CompareResult analyse_alignment(const ComparisonPlan& plan,
+                                const std::vector<runs::RunOutcome>& outs) {
+  CompareResult r = result_from_plan(plan);
 
   if (plan.mode == Mode::AB) {
     const size_t bi = full_run(plan, Arm::Baseline);

@@ -15,6 +15,10 @@ namespace lockstep::compare {
 
 // The result as far as the alignment runs tell (one outcome per plan.alignment entry): arms,
 // failures, alignment and the memory delta. Not yet timed, not yet judged.
+// What a result knows from the plan alone (mode, policy, warnings, arms' names and plugins): where
+// analyse_alignment starts, and all a comparison rejected by kernel conformance has.
+CompareResult result_from_plan(const ComparisonPlan& plan);
+
 CompareResult analyse_alignment(const ComparisonPlan& plan,
                                 const std::vector<runs::RunOutcome>& alignment);
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "harness/compare/analyse.h"
+#include "harness/compare/conformance_stage.h"
 #include "harness/compare/execute.h"
 #include "harness/gate/gate.h"
 #include "harness/compare/plan.h"
@@ -39,6 +40,18 @@ CompareResult run_comparison(const CompareRequest& req) {
   const auto t0 = std::chrono::steady_clock::now();
   ComparisonPlan plan = plan_comparison(req);
   if (req.before_runs) req.before_runs();
+  ConformanceOutcome conformance;
+  if (plan.conformance) {  // a kernel that fails its exact math is rejected before any run
+    conformance = run_conformance(plan, req);
+    if (!conformance.failure.empty() || !conformance.report->passed()) {
+      CompareResult r = result_from_plan(plan);
+      r.conformance = conformance.report;
+      r.conformance_failure = conformance.failure;
+      r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      gate::apply(r);
+      return r;
+    }
+  }
   auto aligned = execute_alignment(plan, req.log);
   if (plan.awaits_capabilities) {  // an external arm: its full runs said what it supports
     const auto [b, v] = announced(plan, aligned);
@@ -48,6 +61,7 @@ CompareResult run_comparison(const CompareRequest& req) {
     aligned.insert(aligned.end(), more.begin(), more.end());
   }
   CompareResult r = analyse_alignment(plan, aligned);
+  r.conformance = conformance.report;
   if (!plan.probes.empty() && r.failed_arm.empty()) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
   } else {

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "harness/compare/comparison_stats.h"
+#include "harness/compare/conformance_stage.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
@@ -204,6 +205,9 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
         arm_run(Arm::Baseline, Role::Full, seed, "baseline", req.baseline, bsets, arms / "baseline", 0));
   p.alignment.push_back(arm_run(Arm::Variant, Role::Full, vcfg.integer("run.seed"), "variant", req.variant,
                                 vsets, arms / "variant", 0));
+  // A variant that brings a kernel has it checked against the exact math before anything runs
+  // (an external trainer's kernels are its own: Lockstep cannot reach them).
+  p.conformance = p.mode == Mode::AB && brings_kernels(p.changes) && !external::is_external(vcfg);
   // An external trainer says what it supports on its first metrics line: the rest of the plan
   // waits for the full runs (adopt_capabilities). Their baseline checkpoints for a probe, in case
   // it announces one (a trainer that does not ignores the request).

@@ -89,6 +89,8 @@ struct ComparisonPlan {
   std::vector<std::vector<int>> turn_cpus;
   int turn_ranks = 1;  // ranks per run: rank r of one takes turns with rank r of the other
   bool steps_in_turns() const { return interleave == Interleave::Step; }
+  // Kernel conformance first (conformance_stage.h): the variant changes an implementation.
+  bool conformance = false;
   // External arms: the plan after the full runs waits for what their trainers announce.
   bool awaits_capabilities = false;
   TrainerProtocol baseline_trainer = TrainerProtocol::own(), variant_trainer = TrainerProtocol::own();

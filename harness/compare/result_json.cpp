@@ -31,6 +31,28 @@ json trainer_json(const TrainerProtocol& t) {
   return {{"external", t.external}, {"protocol", t.version}, {"supports", supports}, {"lacks", lacks}};
 }
 
+// report.json "conformance": null when no kernel was checked (docs/report-schema.md).
+json conformance_json(const CompareResult& r) {
+  if (!r.conformance && r.conformance_failure.empty()) return nullptr;
+  json rows = json::array();
+  if (r.conformance)
+    for (const auto& x : r.conformance->rows)
+      rows.push_back({{"slot", x.slot},           {"kernel", x.kernel},
+                      {"origin", x.origin},       {"knob", x.knob},
+                      {"case", x.case_name},      {"shape", x.shape},
+                      {"direction", x.direction}, {"dtype", x.dtype},
+                      {"error", number(x.error)}, {"builtin_error", number(x.builtin_error)},
+                      {"builtin", x.builtin},     {"factor", number(x.factor)},
+                      {"floor", number(x.floor)}, {"bound", number(x.bound)},
+                      {"ratio", number(x.ratio())}, {"verdict", x.passed ? "pass" : "fail"}});
+  return {{"passed", r.conformance && r.conformance->passed() && r.conformance_failure.empty()},
+          {"failure", r.conformance_failure.empty() ? json(nullptr) : json(r.conformance_failure)},
+          {"kernels", r.conformance ? json(r.conformance->kernels) : json::array()},
+          {"device", r.conformance ? json(r.conformance->device) : json(nullptr)},
+          {"seconds", r.conformance ? number(r.conformance->seconds) : json(nullptr)},
+          {"rows", rows}};
+}
+
 json str_or_null(const std::string& s) {
   return s.empty() ? json(nullptr) : json(s);
 }
@@ -308,6 +330,7 @@ json to_json(const CompareResult& r) {
           {"repeats", r.repeats},
           {"interleave", to_string(r.interleave)},
           {"interleave_note", str_or_null(r.interleave_note)},
+          {"conformance", conformance_json(r)},
           {"trainer_protocol",
            {{"baseline", trainer_json(r.baseline_trainer)}, {"variant", trainer_json(r.variant_trainer)}}},
           {"throughput_test", r.interleave == Interleave::Step

@@ -57,6 +57,28 @@ void apply(compare::CompareResult& r) {
   using compare::Check;
   const Policy& p = r.policy;
   r.checks.clear();
+  // Kernel conformance runs first: a kernel that fails it is rejected before any run starts.
+  if (r.conformance || !r.conformance_failure.empty()) {
+    const bool ok = r.conformance && r.conformance->passed() && r.conformance_failure.empty();
+    std::string detail;
+    if (!r.conformance_failure.empty()) {
+      detail = "the check did not run: " + r.conformance_failure;
+    } else if (ok) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%zu kernel(s), %zu checks against the exact math, all within c x the built-in's error (%.1f s)",
+                    r.conformance->kernels.size(), r.conformance->rows.size(), r.conformance->seconds);
+      detail = buf;
+    } else {
+      detail = r.conformance->worst()->verdict_line();
+    }
+    r.checks.push_back(Check{"kernel conformance", ok, detail});
+    if (!ok) {  // nothing else ran
+      r.checks.back().verdict = "fail";
+      r.verdict = "fail";
+      r.exit_code = kExitGateFailed;
+      return;
+    }
+  }
   const std::string inconclusive =
       r.too_few_repeats ? " (inconclusive: only " + util::count_of(r.repeats, "repeat") + " per arm)"
                         : "";

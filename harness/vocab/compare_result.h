@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/vocab/compare_kinds.h"
+#include "harness/vocab/conformance_result.h"
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
 #include "harness/vocab/records.h"
@@ -263,6 +264,10 @@ struct CompareResult {
   // asked for.
   Interleave interleave = Interleave::Repeat;
   std::string interleave_note;
+  // Kernel conformance (issue 35): the variant's kernels against their slots' exact math, run
+  // before anything else when the variant changes an implementation; unset when it does not.
+  std::optional<ConformanceReport> conformance;
+  std::string conformance_failure;  // the check could not run (its child failed): one line
   // What each arm's trainer announced (Lockstep's own: protocol 2, everything).
   TrainerProtocol baseline_trainer = TrainerProtocol::own(), variant_trainer = TrainerProtocol::own();
   Alignment alignment;

@@ -631,7 +631,8 @@ TEST(Docs, ReadmeListsEveryFlagOfEveryCommand) {
   const std::vector<std::string> commands{
       "run",          "compare",        "bisect",          "scale",          "diagnose",
       "stages",       "trace-check",    "calibrate",       "config show",    "config diff",
-      "history list", "history show",   "history export",  "history prune",  "history report"};
+      "history list", "history show",   "history export",  "history prune",  "history report",
+      "conformance"};
   int flags = 0;
   for (const auto& command : commands) {
     std::vector<std::string> args;
