@@ -12,7 +12,7 @@
 #   ddp_slow5      ddp2 against ddp2 with faults.slowdown_pct = 5 on every rank
 #   ddp_zero2      ddp2 against configs/variants/zero2.toml: the report's tokens/s MDE
 #
-# usage: bench/protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]
+# usage: [TRIAL_OFFSET=K] bench/protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]
 # e.g.   bench/protocol-gate.sh build/lockstep 20 /tmp/pg.tsv ext_aa,ext_slow5
 set -euo pipefail
 lockstep=$(realpath "${1:?usage: protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]}")
@@ -45,7 +45,9 @@ slow5=$(ext_variant slow5 fp32 --slowdown-pct 5)
 drift=$(ext_variant drift bf16 --logit-drift 0.02)
 
 [ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\n' > "$out"
-for ((t = 1; t <= n; t++)); do
+# TRIAL_OFFSET: number the trials (and seed the bf16 cells) from TRIAL_OFFSET + 1, to extend a TSV.
+first=$((${TRIAL_OFFSET:-0} + 1)) last=$((${TRIAL_OFFSET:-0} + n))
+for ((t = first; t <= last; t++)); do
   for k in "${kinds[@]}"; do
     seed=$((3000 + t))
     case "$k" in

@@ -1,9 +1,9 @@
 // The conformance check (issue 35): a kernel against its slot's exact math (reference.h) on
 // named inputs built to expose errors (cases.h), forward and backward, beside the built-in kernel
 // run the same way. Error = max |kernel - fp64 reference|; bound = c x the built-in's error + a
-// floor of a few fp32 ulps of the output; c = 2 for outputs, 3 for gradients (docs/method.md
-// "Kernel conformance" says how c was chosen). An exact kernel is held to the built-in's fp32
-// error, an approximate one to the built-in's at the variant's precision.
+// floor of a few fp32 ulps of the output; c = 3 for outputs, 4 for gradients (measured, see
+// below). An exact kernel is held to the built-in's fp32 error, an approximate one to the
+// built-in's in the same low precision.
 #pragma once
 
 #include <string>
@@ -18,8 +18,13 @@
 
 namespace lockstep::conformance {
 
-constexpr double kOutputFactor = 2.0;    // c for forward outputs (FlashAttention's tests use 2)
-constexpr double kGradientFactor = 3.0;  // c for gradients and optimizer state
+// c, measured (bench/RESULTS.md "Kernel conformance"): over 30 input seeds the shipped correct
+// kernels (built-ins, fused_cpu in fp32 and bf16) needed up to 1.95 x the built-in's error on an
+// output (cpu_bias_gelu, wide pre-activations) and 2.52 x on a gradient (cpu_causal, T 67, dq),
+// so FlashAttention's 2 would leave 2.5% of margin; the mildest planted bug (a 2% softmax scale)
+// is rejected by any c below 6.8. c sits between, ~1.5x above the correct kernels.
+constexpr double kOutputFactor = 3.0;    // c for forward outputs
+constexpr double kGradientFactor = 4.0;  // c for gradients and optimizer state
 
 struct Target {
   registry::ImplInfo entry;  // slot, name, origin, declared knob
