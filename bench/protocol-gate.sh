@@ -12,7 +12,9 @@
 #   ddp_slow5      ddp2 against ddp2 with faults.slowdown_pct = 5 on every rank
 #   ddp_zero2      ddp2 against configs/variants/zero2.toml: the report's tokens/s MDE
 #
-# usage: [TRIAL_OFFSET=K] bench/protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]
+# PAUSE_FILE=F: while F exists, wait before the next trial (a shared dev machine holds the bench
+# between trials, never during one).
+# usage: [TRIAL_OFFSET=K] [PAUSE_FILE=F] bench/protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]
 # e.g.   bench/protocol-gate.sh build/lockstep 20 /tmp/pg.tsv ext_aa,ext_slow5
 set -euo pipefail
 lockstep=$(realpath "${1:?usage: protocol-gate.sh LOCKSTEP N OUT.tsv SCENARIOS [COMPARE ARGS...]}")
@@ -49,6 +51,7 @@ drift=$(ext_variant drift bf16 --logit-drift 0.02)
 first=$((${TRIAL_OFFSET:-0} + 1)) last=$((${TRIAL_OFFSET:-0} + n))
 for ((t = first; t <= last; t++)); do
   for k in "${kinds[@]}"; do
+    while [ -n "${PAUSE_FILE:-}" ] && [ -e "$PAUSE_FILE" ]; do sleep 5; done
     seed=$((3000 + t))
     case "$k" in
       ext_aa) args=(examples/external/baseline.toml examples/external/baseline.toml --set-variant run.name=aa) ;;

@@ -74,7 +74,7 @@ bool execute_timing_until(const ComparisonPlan& plan, const Log& log, size_t unt
           for (size_t k = 0; k < plan.turn_cpus[r].size(); ++k)
             on += (k ? "," : "") + std::to_string(plan.turn_cpus[r][k]);
         }
-        if (plan.turn_cpus.size() > 1) on += " (rank by rank)";
+        if (plan.turn_cpus.size() > 1) on += " (arm by arm, all ranks together)";
         log("timing repeats " + std::to_string(i + 1) + "+" + std::to_string(i + 2) + "/" +
             std::to_string(until) + ": " + to_string(t.arm) + " and " + to_string(plan.timing[i + 1].arm) +
             " taking turns step by step" + on);

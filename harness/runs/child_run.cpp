@@ -1,12 +1,15 @@
 #include "harness/runs/child_run.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -104,13 +107,67 @@ RunOutcome run_child(const RunJob& job) {
   return wait_and_read(job);
 }
 
+namespace {
+
+// Multi-rank turns, arm by arm: all ranks of one arm take step k together (their collectives need
+// each other), then all ranks of the other. Rank r's turn socket leads to this coordinator, which
+// hands the turn to every live rank of an arm and takes it back from each before the other arm's
+// ranks get theirs. A rank whose socket closes (it finished, or died) leaves the turns; an arm
+// with no live rank left lets the other go on alone. A rank that holds the turn for give_up_s is
+// left behind (its socket is closed: it goes on alone, as a silent peer's run does).
+void coordinate_arms(std::vector<int> arm_a, std::vector<int> arm_b, double give_up_s) {
+  std::vector<int>* arms[2] = {&arm_a, &arm_b};
+  auto drop = [](int& fd) {
+    if (fd >= 0) ::close(fd), fd = -1;
+  };
+  auto alive = [](const std::vector<int>& arm) {
+    return std::any_of(arm.begin(), arm.end(), [](int fd) { return fd >= 0; });
+  };
+  int turn = 0;
+  while (alive(arm_a) || alive(arm_b)) {
+    std::vector<int>& arm = *arms[turn];
+    if (alive(arm)) {
+      const char token = 't';
+      for (int& fd : arm)
+        if (fd >= 0 && ::send(fd, &token, 1, MSG_NOSIGNAL) != 1) drop(fd);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int& fd : arm) {
+        while (fd >= 0) {
+          const double left_ms =
+              1000.0 * give_up_s -
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          if (left_ms <= 0) {
+            drop(fd);
+            break;
+          }
+          pollfd p{fd, POLLIN, 0};
+          const int r = ::poll(&p, 1, static_cast<int>(std::min(left_ms, 60000.0)) + 1);
+          if (r < 0 && errno == EINTR) continue;
+          if (r == 0) continue;
+          char got = 0;
+          const ssize_t n = r > 0 ? ::recv(fd, &got, 1, 0) : -1;
+          if (n < 0 && errno == EINTR) continue;
+          if (n != 1) drop(fd);
+          break;
+        }
+      }
+    }
+    turn = 1 - turn;
+  }
+}
+
+}  // namespace
+
 std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, const RunJob& second,
                                                          const std::vector<std::vector<int>>& rank_cpus,
                                                          int ranks) {
   prepare(first);
   prepare(second);
   ranks = std::max(1, ranks);
-  std::vector<std::array<int, 2>> sv(static_cast<size_t>(ranks), {-1, -1});
+  // One rank: a socket pair between the two runs. R ranks: per arm and rank a socket pair to the
+  // coordinator ([0] ours, [1] the rank's).
+  const size_t pairs = ranks == 1 ? 1 : 2 * static_cast<size_t>(ranks);
+  std::vector<std::array<int, 2>> sv(pairs, {-1, -1});
   auto close_all = [&] {
     for (auto& p : sv)
       for (int& fd : p)
@@ -123,9 +180,15 @@ std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, con
     }
     for (int& fd : p)  // above 3 + ranks, so that dup2(fd, 3 + r) in the child never meets itself
       if (const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 16 + ranks); high >= 0) ::close(fd), fd = high;
-    const char token = 't';
-    (void)!::send(p[1], &token, 1, MSG_NOSIGNAL);  // the first turn is first's (waiting at p[0])
   }
+  if (ranks == 1) {
+    const char token = 't';
+    (void)!::send(sv[0][1], &token, 1, MSG_NOSIGNAL);  // the first turn is first's (waiting at [0])
+  }
+  // The child end of job k's rank r.
+  auto child_end = [&](int k, int r) {
+    return ranks == 1 ? sv[0][k] : sv[static_cast<size_t>(k * ranks + r)][1];
+  };
   std::vector<std::string> env;
   if (ranks == 1) {
     env.push_back(std::string(train::StepTurn::kEnv) + "=3");
@@ -148,7 +211,7 @@ std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, con
   const RunJob* jobs[2] = {&first, &second};
   for (int k = 0; k < 2; ++k) {
     std::vector<std::pair<int, int>> fds;
-    for (int r = 0; r < ranks; ++r) fds.emplace_back(sv[static_cast<size_t>(r)][k], 3 + r);
+    for (int r = 0; r < ranks; ++r) fds.emplace_back(child_end(k, r), 3 + r);
     try {
       children[k] = util::spawn(child_argv(*jobs[k]), RunFolder(jobs[k]->dir).log(),
                                 jobs[k]->label, env, fds);
@@ -160,12 +223,25 @@ std::pair<RunOutcome, RunOutcome> run_children_in_turns(const RunJob& first, con
       failed[k] = e.what();
     }
   }
+  std::thread coordinator;
+  if (ranks > 1) {
+    std::vector<int> ends[2];
+    for (int k = 0; k < 2; ++k)
+      for (int r = 0; r < ranks; ++r) {
+        int& ours = sv[static_cast<size_t>(k * ranks + r)][0];
+        ends[k].push_back(children[k] ? ours : -1);  // a job that never started takes no turns
+        if (!children[k]) ::close(ours);
+        ours = -1;  // the coordinator owns it now
+      }
+    coordinator = std::thread(coordinate_arms, ends[0], ends[1], kTurnGiveUpS);
+  }
   close_all();  // the children hold the only ends: one's exit is the other's end of file
   RunOutcome out[2];
   for (int k = 0; k < 2; ++k)
     out[k] = !children[k] ? could_not_start(failed[k])
                           : read_outcome(*jobs[k], RunFolder(jobs[k]->dir),
                                          util::wait_for(*children[k], kChildRunTimeoutS));
+  if (coordinator.joinable()) coordinator.join();  // every rank has exited: every socket closed
   return {out[0], out[1]};
 }
 

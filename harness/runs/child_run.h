@@ -23,6 +23,8 @@ namespace lockstep::runs {
 // schedules, hours for a large preset on a CPU. One limit for every child run (compare had 4 h,
 // scale 1 h: a scale point is shorter, but a wedged one is just as rare and as well served).
 constexpr double kChildRunTimeoutS = 4 * 3600;
+// A rank holding the turn this long is left behind by the turn coordinator (it goes on alone).
+constexpr double kTurnGiveUpS = 600;
 
 // What to run: `lockstep run CONFIG [--nproc N] [--set k=v]... [--stop-after W] [--probe RUN] --out DIR --quiet
 // --no-history`. --no-history: a child run is part of a larger measurement, recorded (or not) as
@@ -60,14 +62,16 @@ std::vector<std::string> child_argv(const RunJob& job);
 // failed run: the outcome says what happened.
 RunOutcome run_child(const RunJob& job);
 
-// Runs two jobs at the same time, taking turns step by step (harness/vocab/step_turn.h), rank r
-// of one with rank r of the other: one socket pair per rank; a one-rank job gets its end as fd 3
-// (LOCKSTEP_TURN_FD=3), a job of R ranks its ends as fds 3 .. 3+R-1 (LOCKSTEP_TURN_FDS), which its
-// launcher hands to its ranks (harness/dist/launcher.h); `first` has the first turn everywhere.
-// With `rank_cpus` (one CPU list per rank), rank r of both is pinned to rank_cpus[r] as it starts
-// (before any thread of its exists): never running at once, the two then share those cores' speed
-// as well as their moment. The outcomes in (first, second) order. Without socket pairs: one after
-// the other.
+// Runs two jobs at the same time, taking turns step by step (harness/vocab/step_turn.h). One
+// rank: a socket pair between the two, each job's end as fd 3 (LOCKSTEP_TURN_FD=3). R ranks: arm
+// by arm, every rank of one job takes step k together (their collectives need each other), then
+// every rank of the other: rank r of each job has a socket to a coordinator thread here, as fd 3+r
+// (LOCKSTEP_TURN_FDS, handed to rank r by its launcher, harness/dist/launcher.h), which hands the
+// turn to all live ranks of one job and takes it back from each before the other's get theirs.
+// `first` has the first turn. With `rank_cpus` (one CPU list per rank), rank r of both is pinned
+// to rank_cpus[r] as it starts (before any thread of its exists): never running at once, the two
+// then share those cores' speed as well as their moment. The outcomes in (first, second) order.
+// Without socket pairs: one after the other.
 std::pair<RunOutcome, RunOutcome> run_children_in_turns(
     const RunJob& first, const RunJob& second, const std::vector<std::vector<int>>& rank_cpus = {},
     int ranks = 1);
