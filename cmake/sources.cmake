@@ -37,6 +37,13 @@ set(LOCKSTEP_CORE_SOURCES
   harness/vocab/probe_file.cpp
   harness/vocab/step_turn.cpp
   harness/vocab/conformance_result.cpp
+  harness/vocab/serve_config.cpp
+  harness/serve/load.cpp
+  harness/serve/server.cpp
+  harness/serve/drive.cpp
+  harness/serve/figures.cpp
+  harness/serve/verdict.cpp
+  harness/serve/serve_json.cpp
   harness/runs/run_folder.cpp
   harness/runs/metrics_log.cpp
   harness/runs/child_run.cpp
@@ -60,6 +67,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/gnuplot.cpp
   reports/compare_plots.cpp
   reports/bisect_console.cpp
+  reports/serve_text.cpp
   harness/compare/comparison_stats.cpp
   harness/compare/envelope.cpp
   harness/compare/probe_check.cpp
@@ -140,6 +148,9 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/trainer.cpp
   harness/train/probe/probe.cpp
   harness/train/probe/prober.cpp
+  harness/serve/model/model_service.cpp
+  harness/serve/model/serve_arms.cpp
+  harness/serve/model/capacity.cpp
   harness/train/watchdog.cpp
   harness/train/profile/profiler.cpp
   harness/train/profile/kineto_window.cpp
@@ -165,6 +176,7 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_scale.cpp
   harness/cli/cmd_variants.cpp
   harness/cli/cmd_conformance.cpp
+  harness/cli/cmd_serve.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

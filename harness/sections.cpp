@@ -12,6 +12,7 @@
 #include "harness/vocab/optim_config.h"
 #include "harness/vocab/profile_config.h"
 #include "harness/vocab/run_config.h"
+#include "harness/vocab/serve_config.h"
 #include "harness/vocab/stability_config.h"
 #include "variants/variant_config.h"
 #include "workloads/data_config.h"
@@ -36,6 +37,7 @@ const std::vector<const SectionSchema*>& all_sections() {
       &train::faults_schema(),
       &gate::gate_schema(),
       &registry::plugins_schema(),
+      &serve::serve_schema(),  // after [model]: lanes fit model.seq_len
   };
   return sections;
 }

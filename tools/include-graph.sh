@@ -30,6 +30,7 @@ LAYERS='
 0  T  include/lockstep harness/compat                 # foundation: the plugin SDK, LibTorch shims
 1  -  harness/vocab                                   # THE TORCH-FREE RUN VOCABULARY: records, observer, config sections, probe file, turn protocol
 1  -  harness/registry harness/gate                   # the name catalog, the gate
+2  -  harness/serve                                   # serving: load, batcher, figures, its gate
 1  ~  harness/dist                                    # process groups (rendezvous torch-free, c10d not)
 2  ~  workloads                                       # the reference model and its data
 3  ~  variants                                        # act on the model from outside
@@ -38,6 +39,7 @@ LAYERS='
 5  T  harness/conformance                             # kernels checked against the exact math in fp64
 6  T  harness/train                                   # the model step: data, forward, backward, reduce, update
 7  T  harness/train/probe                             # the function probe, built on the model builder
+7  T  harness/serve/model                             # the model as a service, serving runs, capacity
 8  -  harness/runs harness/external                   # run folders, child runs, external trainers
 9  -  harness/compare harness/diagnose harness/scale harness/history   # analyses of runs
 10 -  reports reports/diagnose reports/history reports/scale           # renderers only

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   add_scale_command(app, action);
   add_variants_command(app, action);
   add_conformance_command(app, action);
+  add_serve_commands(app, action);
   add_demo_command(app, action);
   try {
     app.parse(argc, argv);

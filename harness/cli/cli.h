@@ -5,8 +5,11 @@
 // exit code. No formatting of results happens in the runner: commands hand results to reporters.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -31,5 +34,13 @@ void add_diagnose_commands(CLI::App& app, Action& action);  // diagnose, stages,
 void add_scale_command(CLI::App& app, Action& action);      // strong/weak scaling, Amdahl fit
 void add_variants_command(CLI::App& app, Action& action);   // the implementation registry
 void add_conformance_command(CLI::App& app, Action& action);  // kernels against their exact math
+void add_serve_commands(CLI::App& app, Action& action);  // serve, serve-capacity
+
+// `compare` on two serving configs (cmd_serve.cpp): the exit code, or nullopt when neither config
+// serves (a training comparison). One serving and one not: UsageError.
+std::optional<int> compare_serving(const std::string& baseline, const std::string& variant,
+                                   const std::vector<std::string>& bsets,
+                                   const std::vector<std::string>& vsets, int64_t repeats,
+                                   const std::string& out_dir);
 
 }  // namespace lockstep::cli

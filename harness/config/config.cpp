@@ -281,9 +281,43 @@ class Loader {
         v = std::move(table);
         break;
       }
+      case Type::TableList: {
+        const auto* arr = node.as_array();
+        if (!arr) throw wrong(type_of(node));
+        parts.clear();
+        TableList list;
+        for (size_t i = 0; i < arr->size(); ++i) {
+          const std::string index = "[" + std::to_string(i + 1) + "]";
+          const auto* tab = arr->get(i)->as_table();
+          if (!tab)
+            throw ConfigError(loc_of(arr->get(i)->source(), at.file), dotted + index,
+                              "expected a table, got " + type_of(*arr->get(i)));
+          const SourceLoc first = loc_of(tab->source(), at.file);
+          parts[index] = first.line > 0 ? first : at;
+          StrTable fields;
+          for (auto&& [k, e] : *tab) {
+            const std::string field(k.str());
+            const SourceLoc floc = loc_of(k.source(), at.file);
+            Value scalar;
+            if (e.is_integer()) scalar = e.as_integer()->get();
+            else if (e.is_floating_point()) scalar = e.as_floating_point()->get() + 0.0;
+            else if (e.is_boolean()) scalar = e.as_boolean()->get();
+            else if (e.is_string()) scalar = e.as_string()->get();
+            else
+              throw ConfigError(floc, dotted + index + "." + field,
+                                "expected a number, string or boolean, got " + type_of(e));
+            fields[field] = format_value(scalar);
+            parts[index + "." + field] = floc.line > 0 ? floc : parts[index];
+          }
+          list.push_back(std::move(fields));
+        }
+        v = std::move(list);
+        break;
+      }
     }
     check_range(*spec, dotted, v, at);
-    cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false, {}};
+    cfg.entries_[dotted] = Entry{std::move(v), std::move(at), false, {}, std::move(parts)};
+    parts.clear();
   }
 
   static void check_range(const KeySpec& spec, const std::string& dotted, const Value& v,
@@ -338,6 +372,7 @@ class Loader {
 
  private:
   std::vector<fs::path> stack_;
+  std::map<std::string, SourceLoc> parts;  // the array of tables being set: its elements' locations
 };
 
 Config Config::load(const fs::path& file, const std::vector<std::string>& overrides,
@@ -386,6 +421,11 @@ const StrTable& Config::table(const std::string& key) const {
   if (const auto* t = std::get_if<StrTable>(&v)) return *t;
   throw std::logic_error("config key has no table value: " + key);
 }
+const TableList& Config::tables(const std::string& key) const {
+  const Value& v = value(key);
+  if (const auto* t = std::get_if<TableList>(&v)) return *t;
+  throw std::logic_error("config key has no array-of-tables value: " + key);
+}
 const StrList& Config::strings(const std::string& key) const {
   const Value& v = value(key);
   if (const auto* l = std::get_if<StrList>(&v)) return *l;
@@ -405,7 +445,18 @@ bool Config::is_set(const std::string& key) const {
 }
 SourceLoc Config::where(const std::string& key) const {
   auto it = entries_.find(key);
-  return it == entries_.end() ? SourceLoc{path_, 0, 0} : it->second.loc;
+  if (it != entries_.end()) return it->second.loc;
+  const auto bracket = key.find('[');
+  if (bracket != std::string::npos) {  // "serve.lanes[2].max_len"
+    it = entries_.find(key.substr(0, bracket));
+    if (it != entries_.end()) {
+      const std::string part = key.substr(bracket);
+      auto p = it->second.parts.find(part);
+      if (p == it->second.parts.end()) p = it->second.parts.find(part.substr(0, part.find(']') + 1));
+      return p != it->second.parts.end() ? p->second : it->second.loc;
+    }
+  }
+  return SourceLoc{path_, 0, 0};
 }
 
 void Config::resolve(const std::string& key, Value v, const std::string& origin_key) {

@@ -40,6 +40,8 @@ struct Entry {
   SourceLoc loc;
   bool is_default = false;
   std::string derived_from;  // the key this value was resolved from (model.preset), if another
+  // An array of tables: where each element's fields were written, by "[i].field" (i from 1).
+  std::map<std::string, SourceLoc> parts;
 };
 
 // A command-line flag that stands for a key (`run --steps 10` for run.steps=10): errors and
@@ -67,9 +69,12 @@ class Config {
   const std::string& str(const std::string& key) const;
   const StrList& strings(const std::string& key) const;
   const StrTable& table(const std::string& key) const;
+  const TableList& tables(const std::string& key) const;
   bool has_value(const std::string& key) const;  // false for a key with no default, unset
   bool is_set(const std::string& key) const;     // set by a file or override (not a default)
   const Value& value(const std::string& key) const;
+  // Also "section.key[i].field" for an element of an array of tables (i from 1): where that
+  // field was written, else where the element or the key was.
   SourceLoc where(const std::string& key) const;
 
   // For finalize steps: set a derived value (keeps the location of `origin_key`).

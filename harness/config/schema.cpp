@@ -32,6 +32,7 @@ const char* type_name(Type t) {
     case Type::String: return "a string";
     case Type::StrList: return "an array of strings";
     case Type::StrTable: return "a table of strings";
+    case Type::TableList: return "an array of tables";
   }
   return "?";
 }
@@ -59,6 +60,15 @@ std::string format_value(const Value& v) {
              format_value(Value(e));
     }
     return out + " }";
+  }
+  if (const auto* l = std::get_if<TableList>(&v)) {  // inline tables, scalars as their TOML text
+    std::string out = "[";
+    for (const auto& t : *l) {
+      std::string one = "{ ";
+      for (const auto& [k, e] : t) one += (one.size() > 2 ? ", " : "") + k + " = " + e;
+      out += (out.size() > 1 ? ", " : "") + (t.empty() ? std::string("{}") : one + " }");
+    }
+    return out + "]";
   }
   if (const auto* l = std::get_if<StrList>(&v)) {
     std::string out = "[";
@@ -118,6 +128,11 @@ KeySpec KeySpec::Table(std::string name, std::string doc) {
   k.name = std::move(name), k.type = Type::StrTable, k.doc = std::move(doc), k.def = StrTable{};
   return k;
 }
+KeySpec KeySpec::Tables(std::string name, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name), k.type = Type::TableList, k.doc = std::move(doc), k.def = TableList{};
+  return k;
+}
 KeySpec&& KeySpec::range(std::optional<double> lo, std::optional<double> hi) && {
   min = lo, max = hi;
   return std::move(*this);
@@ -158,6 +173,7 @@ std::string keys_markdown() {
       case Type::String: return "string";
       case Type::StrList: return "strings";
       case Type::StrTable: return "table";
+      case Type::TableList: return "tables";
     }
     return "?";
   };

@@ -16,13 +16,17 @@ namespace lockstep::config {
 
 class Config;
 
-// A config value: a scalar, a list of strings, or a table of strings (`env = { KEY = "v" }`).
+// A config value: a scalar, a list of strings, a table of strings (`env = { KEY = "v" }`), or an
+// array of tables of scalars (`[[serve.lanes]]`), each scalar kept as its TOML text ("64", "2.5",
+// "\"fast\"") for the owning component to read with its own types and rules.
 // monostate = "no value" (a key with no default that was not set).
 using StrList = std::vector<std::string>;
 using StrTable = std::map<std::string, std::string>;
-using Value = std::variant<std::monostate, int64_t, double, bool, std::string, StrList, StrTable>;
+using TableList = std::vector<StrTable>;
+using Value =
+    std::variant<std::monostate, int64_t, double, bool, std::string, StrList, StrTable, TableList>;
 
-enum class Type { Int, Float, Bool, String, StrList, StrTable };
+enum class Type { Int, Float, Bool, String, StrList, StrTable, TableList };
 
 const char* type_name(Type t);
 // TOML-formatted value: strings quoted, floats always with a '.' or exponent.
@@ -63,6 +67,7 @@ struct KeySpec {
   static KeySpec Str(std::string name, std::optional<std::string> def, std::string doc);
   static KeySpec Strings(std::string name, StrList def, std::string doc);
   static KeySpec Table(std::string name, std::string doc);  // default: the empty table
+  static KeySpec Tables(std::string name, std::string doc);  // `[[s.name]]`; default: none
   KeySpec&& range(std::optional<double> lo, std::optional<double> hi) &&;
   KeySpec&& one_of(std::vector<std::string> c) &&;
   KeySpec&& kind(Knob k) &&;

@@ -46,7 +46,9 @@ std::unique_ptr<RankModel> build_rank_model(const config::Config& cfg, const dis
 
   // Determinism: fixed threads, deterministic kernels, fixed seed.
   at::set_num_threads(static_cast<int>(s.run.threads));
-  at::set_num_interop_threads(1);
+  // Once per process: LibTorch refuses a second call (a serving comparison builds two models).
+  static const bool interop_fixed = (at::set_num_interop_threads(1), true);
+  (void)interop_fixed;
   at::globalContext().setDeterministicAlgorithms(s.run.deterministic, /*warn_only=*/false);
   torch::manual_seed(static_cast<uint64_t>(s.run.seed));
   install_memory_tracking();

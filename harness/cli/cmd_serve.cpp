@@ -1,0 +1,195 @@
+// The serving workload's commands (issue 37):
+//   lockstep serve CONFIG [--set k=v]... [--windows N] [--json FILE]
+//     one service under its open-loop load: the lane table on stdout, progress on stderr
+//   lockstep serve-capacity CONFIG --slo-ms MS [--searches N] [--set k=v]... [--json FILE]
+//     the highest Poisson rate whose P99 stays within the SLO, with its spread over searches
+// and `lockstep compare` on two serving configs (compare_serving below): windows in turns,
+// matched pairs, report.json + report.md in --out. Exit 0 pass, 1 a check failed, 2 bad input.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/cli.h"
+#include "harness/cli/validators.h"
+#include "harness/config/config.h"
+#include "harness/serve/model/capacity.h"
+#include "harness/serve/model/serve_arms.h"
+#include "harness/serve/serve_json.h"
+#include "harness/util/exit_codes.h"
+#include "reports/serve_text.h"
+
+namespace lockstep::cli {
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+config::Config load_serving(const std::string& path, const std::vector<std::string>& sets) {
+  auto cfg = config::Config::load(path, sets);
+  if (!serve::serving_enabled(cfg))
+    throw UsageError(path + ": not a serving config (it declares no [[serve.lanes]]; README "
+                            "\"Serving\")");
+  return cfg;
+}
+
+void write_json(const std::string& file, const ordered_json& j) {
+  if (file.empty()) return;
+  std::ofstream out(file);
+  if (!out) throw UsageError("cannot write " + file);
+  out << j.dump(2) << "\n";
+}
+
+ordered_json arm_json(const serve::ArmResult& a) {
+  ordered_json figures = ordered_json::array(), windows = ordered_json::array();
+  for (const auto& f : a.pooled) figures.push_back(serve::to_json(f));
+  std::vector<std::vector<serve::Outcome>> all;
+  for (const auto& w : a.windows) {
+    windows.push_back({{"p99_ms", serve::finite_or_null(w.stats.p99_ms)},
+                       {"slo_attainment", w.stats.slo_attainment},
+                       {"busy_tokens_per_sec", w.stats.busy_tokens_per_s},
+                       {"requests", w.figures.front().offered},
+                       {"max_send_lag_ms", w.window.max_send_lag_ms}});
+    all.push_back(w.window.outcomes);
+  }
+  return ordered_json{{"label", a.label},
+                      {"config", a.config_path},
+                      {"config_hash", a.config_hash},
+                      {"device", a.device},
+                      {"precision", a.precision},
+                      {"load", serve::load_json(a.cfg)},
+                      {"figures", figures},
+                      {"tail", serve::to_json(serve::tail_origin(a.cfg, all))},
+                      {"windows", windows},
+                      {"scores", a.scores}};
+}
+
+serve::TailOrigin tail_of(const serve::ArmResult& a) {
+  std::vector<std::vector<serve::Outcome>> all;
+  for (const auto& w : a.windows) all.push_back(w.window.outcomes);
+  return serve::tail_origin(a.cfg, all);
+}
+
+}  // namespace
+
+std::optional<int> compare_serving(const std::string& baseline, const std::string& variant,
+                                   const std::vector<std::string>& bsets,
+                                   const std::vector<std::string>& vsets, int64_t repeats,
+                                   const std::string& out_dir) {
+  const auto a = config::Config::load(baseline, bsets);
+  const auto b = config::Config::load(variant, vsets);
+  const bool sa = serve::serving_enabled(a), sb = serve::serving_enabled(b);
+  if (!sa && !sb) return std::nullopt;
+  if (sa != sb)
+    throw UsageError(std::string(sa ? variant : baseline) +
+                     ": not a serving config, but the other one is: compare two services, or "
+                     "two training runs");
+  serve::GateSettings g;
+  g.alpha = a.number("gate.alpha");
+  g.max_p99_regression_pct = a.number("gate.max_p99_regression_pct");
+  g.max_slowdown_pct = a.number("gate.max_slowdown_pct");
+  g.tolerance = a.number("gate.tolerance");
+  const auto& rep = a.value("gate.repeats");
+  const int windows = static_cast<int>(
+      repeats > 0 ? repeats : std::holds_alternative<int64_t>(rep) ? std::get<int64_t>(rep) : 5);
+  if (windows < 2) throw UsageError("a serving comparison needs at least 2 windows (--repeats)");
+  auto r = serve::serve_compare(a, b, windows, g, std::cerr);
+  bool passed = true;
+  const bool inconclusive_fails = a.str("gate.on_inconclusive") == "fail";
+  for (const auto& c : r.checks)
+    if (c.verdict == "fail" || (c.verdict == "inconclusive" && inconclusive_fails)) passed = false;
+  fs::create_directories(out_dir);
+  ordered_json checks = ordered_json::array();
+  for (const auto& c : r.checks) checks.push_back(serve::to_json(c));
+  ordered_json j{{"kind", "serve"},
+                 {"passed", passed},
+                 {"exit_code", passed ? kExitPass : kExitGateFailed},
+                 {"windows", windows},
+                 {"order", r.order},
+                 {"checks", checks},
+                 {"baseline", arm_json(r.baseline)},
+                 {"variant", arm_json(r.variant)},
+                 {"wall_seconds", r.wall_s}};
+  write_json((fs::path(out_dir) / "report.json").string(), j);
+  const std::string md = reports::serve_compare_markdown(
+      r.checks, passed, r.baseline.pooled, r.variant.pooled, tail_of(r.baseline),
+      tail_of(r.variant), windows);
+  std::ofstream(fs::path(out_dir) / "report.md") << md;
+  std::cout << md;
+  std::cerr << "serve: report in " << out_dir << "\n";
+  return passed ? kExitPass : kExitGateFailed;
+}
+
+void add_serve_commands(CLI::App& app, Action& action) {
+  struct Opts {
+    std::string config, json;
+    std::vector<std::string> sets;
+    int64_t windows = 1, searches = 3;
+    double slo_ms = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* serve = app.add_subcommand(
+      "serve", "Serve the reference model under open-loop load: latency percentiles per lane");
+  serve->add_option("config", o->config, "a serving config (with [[serve.lanes]])")->required();
+  serve->add_option("--set", o->sets, "override a config key: section.key=value (repeatable)")
+      ->allow_extra_args(false);
+  serve->add_option("--windows", o->windows, "windows of serve.duration_s, pooled (default 1)")
+      ->check(positive_integer());
+  serve->add_option("--json", o->json, "also write the figures as JSON to this file");
+  serve->callback([&action, o] {
+    action = [o] {
+      const auto cfg = load_serving(o->config, o->sets);
+      const auto r = serve::serve_one(cfg, "serve", static_cast<int>(o->windows), std::cerr);
+      std::cout << reports::serve_table(r.pooled, false);
+      std::cout << "tail: " << tail_of(r).sentence << "\n";
+      write_json(o->json, arm_json(r));
+      return kExitPass;
+    };
+  });
+
+  auto c = std::make_shared<Opts>();
+  auto* cap = app.add_subcommand(
+      "serve-capacity", "The highest Poisson rate whose P99 stays within the SLO (MLPerf server)");
+  cap->add_option("config", c->config, "a serving config (with [[serve.lanes]])")->required();
+  cap->add_option("--slo-ms", c->slo_ms, "the P99 objective, ms (default serve.slo_ms)")
+      ->check(CLI::PositiveNumber);
+  cap->add_option("--searches", c->searches, "independent searches (arrival seeds; default 3)")
+      ->check(positive_integer());
+  cap->add_option("--set", c->sets, "override a config key: section.key=value (repeatable)")
+      ->allow_extra_args(false);
+  cap->add_option("--json", c->json, "also write the result as JSON to this file");
+  cap->callback([&action, c] {
+    action = [c] {
+      const auto cfg = load_serving(c->config, c->sets);
+      const double slo = c->slo_ms > 0 ? c->slo_ms : cfg.number("serve.slo_ms");
+      const auto r = serve::find_capacity(cfg, slo, static_cast<int>(c->searches), std::cerr);
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "capacity at P99 <= %g ms: %.1f req/s (median of %zu searches; range %.1f .. "
+                    "%.1f)\n",
+                    slo, r.median_rps, r.searches.size(), r.min_rps, r.max_rps);
+      std::cout << line;
+      ordered_json searches = ordered_json::array();
+      for (const auto& s : r.searches) {
+        ordered_json probes = ordered_json::array();
+        for (const auto& p : s.probes)
+          probes.push_back({{"rate_rps", p.rate_rps},
+                            {"p99_ms", serve::finite_or_null(p.p99_ms)},
+                            {"within", p.within},
+                            {"requests", p.requests}});
+        searches.push_back({{"capacity_rps", s.capacity_rps},
+                            {"above_rps", s.above_rps},
+                            {"probes", probes}});
+      }
+      write_json(c->json, ordered_json{{"slo_ms", slo},
+                                       {"capacity_rps", r.median_rps},
+                                       {"min_rps", r.min_rps},
+                                       {"max_rps", r.max_rps},
+                                       {"searches", searches}});
+      return kExitPass;
+    };
+  });
+}
+
+}  // namespace lockstep::cli

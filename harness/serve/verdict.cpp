@@ -1,0 +1,123 @@
+#include "harness/serve/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness/util/format.h"
+
+namespace lockstep::serve {
+namespace {
+
+// One-sided p of "mean(d) > 0" (the failing direction for d oriented so) from the paired t.
+double p_greater(const stats::PairedT& t) {
+  if (!(t.sd > 0)) return t.mean > 0 ? 0.0 : 1.0;
+  const double stat = t.mean / (t.sd / std::sqrt(static_cast<double>(t.n)));
+  return 1.0 - stats::student_t_cdf(stat, static_cast<double>(t.n - 1));
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.2f%%", x);
+  return b;
+}
+
+}  // namespace
+
+WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<Outcome>& outcomes) {
+  WindowStats w;
+  w.p99_ms = figures.front().p99.ms;
+  w.slo_attainment = figures.front().slo_attainment;
+  // Each batch's run once: outcomes of one batch share started/done; sum per distinct batch.
+  double busy = 0, tokens = 0;
+  for (const Outcome& o : outcomes) {
+    if (o.fate != Fate::Served) continue;
+    tokens += static_cast<double>(o.len);
+    busy += (o.done_s - o.started_s) / static_cast<double>(o.batch_size);
+  }
+  w.busy_tokens_per_s = busy > 0 ? tokens / busy : 0;
+  return w;
+}
+
+std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
+                              const std::vector<WindowStats>& var,
+                              const std::vector<double>& base_scores,
+                              const std::vector<double>& var_scores, const GateSettings& g) {
+  const size_t n = std::min(base.size(), var.size());
+  std::vector<double> d_p99, d_thr, d_slo;
+  for (size_t k = 0; k < n; ++k) {
+    const double a = base[k].p99_ms, b = var[k].p99_ms;
+    // An unserved tail (inf) on one side only is as bad as it gets; on both, no information.
+    d_p99.push_back(std::isinf(a) && std::isinf(b) ? 0.0
+                    : std::isinf(b)               ? 10.0
+                    : std::isinf(a)               ? -10.0
+                                                  : std::log(b / a));
+    d_thr.push_back(std::log(var[k].busy_tokens_per_s / base[k].busy_tokens_per_s));
+    d_slo.push_back(var[k].slo_attainment - base[k].slo_attainment);
+  }
+  const double level = 1 - 2 * g.alpha;  // the two-sided interval whose edge is the one-sided test
+  const auto t_p99 = stats::paired_t(d_p99, level);
+  const auto t_thr = stats::paired_t(d_thr, level);
+  const auto t_slo = stats::paired_t(d_slo, level);
+  const double red = std::log1p(g.max_p99_regression_pct / 100);
+  const double floor = std::log1p(-g.max_slowdown_pct / 100);
+  // Failing directions as "greater than": p99 above the red line, throughput below its floor,
+  // attainment below the baseline's.
+  auto shifted = [](stats::PairedT t, double by, double sign) {
+    t.mean = sign * (t.mean - by);
+    return t;
+  };
+  std::vector<double> p_fail{p_greater(shifted(t_p99, red, 1)), p_greater(shifted(t_thr, floor, -1)),
+                             p_greater(shifted(t_slo, 0, -1))};
+  const auto adj = stats::holm_adjust(p_fail);
+  auto to_pct = [](stats::Interval i) {
+    return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
+  };
+
+  std::vector<ServeCheck> out;
+  {
+    ServeCheck c{"p99 latency", "", 100 * std::expm1(t_p99.mean), to_pct(t_p99.ci), adj[0], ""};
+    const bool fail = adj[0] < g.alpha;
+    const bool pass = !fail && t_p99.ci.hi <= red;
+    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    c.detail = "P99 " + pct(c.value_pct) + " over " + std::to_string(n) + " window pairs, CI [" +
+               pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
+    out.push_back(c);
+  }
+  {
+    ServeCheck c{"throughput", "", 100 * std::expm1(t_thr.mean), to_pct(t_thr.ci), adj[1], ""};
+    const bool fail = adj[1] < g.alpha;
+    const bool pass = !fail && t_thr.ci.lo >= floor;
+    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    c.detail = "tokens per busy second " + pct(c.value_pct) + ", CI [" + pct(c.ci.lo) + ", " +
+               pct(c.ci.hi) + "]";
+    out.push_back(c);
+  }
+  {
+    ServeCheck c{"slo attainment", "", 100 * t_slo.mean,
+                 stats::Interval{100 * t_slo.ci.lo, 100 * t_slo.ci.hi}, adj[2], ""};
+    const bool fail = adj[2] < g.alpha;
+    const bool pass = !fail && (t_slo.ci.lo >= 0 || t_slo.sd == 0);
+    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    char b[128];
+    std::snprintf(b, sizeof b, "within the SLO: %+.2f points (variant - baseline), CI [%+.2f, %+.2f]",
+                  c.value_pct, c.ci.lo, c.ci.hi);
+    c.detail = b;
+    out.push_back(c);
+  }
+  {
+    double worst = 0;
+    const size_t m = std::min(base_scores.size(), var_scores.size());
+    for (size_t i = 0; i < m; ++i)
+      worst = std::max(worst, std::fabs(var_scores[i] - base_scores[i]));
+    if (base_scores.size() != var_scores.size()) worst = INFINITY;
+    ServeCheck c{"same math", worst <= g.tolerance ? "pass" : "fail", worst, {}, 0, ""};
+    char b[160];
+    std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
+                  worst, m, g.tolerance);
+    c.detail = b;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace lockstep::serve

@@ -1,0 +1,51 @@
+// The serving gate (issue 37): two services' windows, taken in turns (ABBA...) under the same
+// arrivals per window, judged as matched pairs, and the scores of a fixed request set.
+//   p99 latency     ln(P99 variant / P99 baseline) per window pair: fails when significantly above
+//                   ln(1 + gate.max_p99_regression_pct) (the red line, default 0%)
+//   throughput      tokens per busy second of the workers (what the service can sustain; the
+//                   served rate of an open loop below saturation is the offered rate whatever the
+//                   service): fails when significantly below -gate.max_slowdown_pct
+//   slo attainment  the share within serve.slo_ms per pair: fails when significantly lower
+//   same math       max |score variant - score baseline| <= gate.tolerance
+// Holm over the three timing checks at gate.alpha; a check neither failed nor passed is
+// inconclusive (gate.on_inconclusive decides the exit, as for training).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/serve/figures.h"
+#include "harness/stats/statistics.h"
+
+namespace lockstep::serve {
+
+// One window of one arm, as the gate needs it.
+struct WindowStats {
+  double p99_ms = 0;
+  double busy_tokens_per_s = 0;  // real tokens / the workers' summed batch time
+  double slo_attainment = 0;
+};
+WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<Outcome>& outcomes);
+
+struct ServeCheck {
+  std::string name;
+  std::string verdict;  // "pass", "fail", "inconclusive"
+  double value_pct = 0;  // the pooled effect (variant vs baseline), % (attainment: points)
+  stats::Interval ci;    // of the effect, same unit
+  double p = 0;          // Holm-adjusted, one-sided in the failing direction
+  std::string detail;
+};
+
+struct GateSettings {
+  double alpha = 0.05;
+  double max_p99_regression_pct = 0;
+  double max_slowdown_pct = 0;
+  double tolerance = 5e-4;
+};
+
+std::vector<ServeCheck> judge(const std::vector<WindowStats>& baseline,
+                              const std::vector<WindowStats>& variant,
+                              const std::vector<double>& baseline_scores,
+                              const std::vector<double>& variant_scores, const GateSettings& g);
+
+}  // namespace lockstep::serve

@@ -1,0 +1,24 @@
+// Serving results as text (issue 37): the lane table (console and Markdown) and a comparison's
+// checks. Renderers only: the figures come from harness/serve.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/serve/figures.h"
+#include "harness/serve/verdict.h"
+
+namespace lockstep::reports {
+
+// One row per lane ("all" first): requests, throughput, padding, P50/P99/P99.9 (with P99's CI),
+// queue wait vs service, batch, SLO attainment, goodput. Markdown when `markdown`.
+std::string serve_table(const std::vector<serve::Figures>& figures, bool markdown);
+
+// The comparison: verdict, checks, both arms' tables, where the tail came from.
+std::string serve_compare_markdown(const std::vector<serve::ServeCheck>& checks, bool passed,
+                                   const std::vector<serve::Figures>& baseline,
+                                   const std::vector<serve::Figures>& variant,
+                                   const serve::TailOrigin& baseline_tail,
+                                   const serve::TailOrigin& variant_tail, int windows);
+
+}  // namespace lockstep::reports

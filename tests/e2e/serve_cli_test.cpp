@@ -1,0 +1,134 @@
+// The serving workload end to end (issue 37): `lockstep serve`, `serve-capacity` and `compare` on
+// two serving configs, with the real model behind the real batcher. Assertions are on values and
+// verdicts that no machine load can change (bitwise scores, a wrong model, a 5x slower service),
+// never on latency figures.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_util.h"
+
+using lockstep::testing::read_json;
+using lockstep::testing::run_lockstep;
+using lockstep::testing::TempDir;
+
+namespace {
+
+const std::vector<std::string> kShort{"--set", "serve.duration_s=1.5", "--set",
+                                      "serve.peak_duration_s=0.5"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The same seed gives the same requests at the same times and bitwise-equal scores.
+TEST(ServeCli, TheSameSeedGivesTheSameTraceAndBitwiseEqualScores) {
+  TempDir tmp;
+  for (const char* name : {"a.json", "b.json"}) {
+    auto r = run_lockstep(with({"serve", "configs/serve/two_lanes.toml", "--json", tmp / name}, kShort),
+                          tmp.path(), 300);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("P99 ms"), std::string::npos) << r.output;
+  }
+  const auto a = read_json(tmp / "a.json"), b = read_json(tmp / "b.json");
+  ASSERT_EQ(a["scores"].size(), 64u);
+  EXPECT_EQ(a["scores"], b["scores"]);  // exact: the same doubles
+  EXPECT_EQ(a["figures"][0]["offered"], b["figures"][0]["offered"]);
+  EXPECT_GT(a["figures"][0]["offered"].get<int>(), 100);
+  ASSERT_EQ(a["figures"].size(), 3u);  // all, short, long
+  EXPECT_EQ(a["figures"][1]["lane"], "short");
+  EXPECT_EQ(a["figures"][0]["offered"].get<int>(),
+            a["figures"][1]["offered"].get<int>() + a["figures"][2]["offered"].get<int>());
+  const auto& all = a["figures"][0];
+  EXPECT_EQ(all["served"].get<int>() + all["unserved"].get<int>() + all["rejected"].get<int>(),
+            all["offered"].get<int>());
+  for (const char* q : {"p50", "p90", "p99", "p99.9"}) EXPECT_TRUE(all["latency_ms"].contains(q));
+  // A different seed: different requests, different scores.
+  auto r = run_lockstep(with({"serve", "configs/serve/two_lanes.toml", "--set", "run.seed=99",
+                              "--json", tmp / "c.json"},
+                             kShort),
+                        tmp.path(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(read_json(tmp / "c.json")["scores"], a["scores"]);
+}
+
+TEST(ServeCli, ABadServingConfigIsOneLineAndExit2) {
+  TempDir tmp;
+  std::ofstream(tmp / "gap.toml") << "extends = \"" << LOCKSTEP_SOURCE_DIR
+                                  << "/configs/serve/baseline.toml\"\n[[serve.lanes]]\nmax_len = "
+                                     "32\n[[serve.lanes]]\nmin_len = 40\nmax_len = 128\n";
+  auto r = run_lockstep({"serve", tmp / "gap.toml"}, tmp.path(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("gap.toml:5:1: serve.lanes[2].min_len"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  r = run_lockstep({"serve", "configs/serve/baseline.toml", "--set", "serve.rate_rps=0"}, tmp.path(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("serve.rate_rps: must be > 0"), std::string::npos) << r.output;
+  r = run_lockstep({"serve", "configs/baseline.toml"}, tmp.path(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not a serving config"), std::string::npos) << r.output;
+  r = run_lockstep({"compare", "configs/baseline.toml", "configs/serve/baseline.toml", "--out",
+                    tmp / "mixed", "--no-history"},
+                   tmp.path(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("compare two services, or two training runs"), std::string::npos)
+      << r.output;
+}
+
+// A service that computes something else (attention logits x 1.5) fails "same math", whatever
+// its speed; a 5x slower one (faults.slowdown_pct = 400) fails "throughput". Both exit 1, with
+// the windows taken in turns.
+TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
+  TempDir tmp;
+  const std::vector<std::string> both{"--set-baseline", "serve.duration_s=1.0", "--set-variant",
+                                      "serve.duration_s=1.0", "--set-baseline",
+                                      "serve.peak_duration_s=0.5", "--set-variant",
+                                      "serve.peak_duration_s=0.5", "--set-baseline", "serve.drain_s=1.0",
+                                      "--set-variant", "serve.drain_s=1.0", "--no-history",
+                                      "--repeats", "3"};
+  auto r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
+                              "--set-variant", "faults.logit_scale_drift=0.5", "--out", tmp / "math"},
+                             both),
+                        tmp.path(), 300);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto rep = read_json(tmp.path() / "math" / "report.json");
+  EXPECT_EQ(rep["kind"], "serve");
+  EXPECT_EQ(rep["order"], nlohmann::json({"A", "B", "B", "A", "A", "B"}));
+  ASSERT_EQ(rep["checks"].size(), 4u);
+  EXPECT_EQ(rep["checks"][3]["name"], "same math");
+  EXPECT_EQ(rep["checks"][3]["verdict"], "fail");
+  EXPECT_GT(rep["checks"][3]["value"].get<double>(), 1e-3);
+  EXPECT_TRUE(std::ifstream(tmp.path() / "math" / "report.md").good());
+
+  r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
+                         "--set-variant", "faults.slowdown_pct=400", "--out", tmp / "slow"},
+                        both),
+                   tmp.path(), 300);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  rep = read_json(tmp.path() / "slow" / "report.json");
+  EXPECT_EQ(rep["checks"][1]["name"], "throughput");
+  EXPECT_EQ(rep["checks"][1]["verdict"], "fail") << rep["checks"].dump();
+  EXPECT_LT(rep["checks"][1]["value"].get<double>(), -50);
+  EXPECT_EQ(rep["checks"][3]["verdict"], "pass");  // the same model, only slower
+}
+
+TEST(ServeCli, CapacityFindsARateWithinTheSloAndOneBeyond) {
+  TempDir tmp;
+  auto r = run_lockstep({"serve-capacity", "configs/serve/two_lanes.toml", "--slo-ms", "200",
+                         "--searches", "1", "--set", "serve.duration_s=0.6", "--set",
+                         "serve.drain_s=1.0", "--json", tmp / "cap.json"},
+                        tmp.path(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("capacity at P99 <= 200 ms:"), std::string::npos) << r.output;
+  const auto j = read_json(tmp / "cap.json");
+  const auto& s = j["searches"][0];
+  EXPECT_GT(s["capacity_rps"].get<double>(), 0);
+  EXPECT_GT(s["above_rps"].get<double>(), s["capacity_rps"].get<double>());
+  for (const auto& p : s["probes"]) {
+    if (p["within"].get<bool>()) EXPECT_LE(p["rate_rps"].get<double>(), s["capacity_rps"].get<double>());
+    else EXPECT_GE(p["rate_rps"].get<double>(), s["above_rps"].get<double>());
+  }
+}
+
+}  // namespace
