@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/plugin_flags.h"
 #include "harness/conformance/check.h"
 #include "harness/config/config.h"
 #include "harness/registry/catalog.h"
@@ -51,17 +52,7 @@ void add_conformance_command(CLI::App& app, Action& action) {
     action = [o] {
       const auto cfg = config::Config::load(o->config, o->sets);
       auto& cat = registry::Catalog::global();
-      std::vector<std::string> files;
-      for (const auto& p : o->plugins) {
-        std::error_code ec;
-        const std::string abs = fs::absolute(p, ec).lexically_normal().string();
-        try {
-          cat.load_plugin(abs);
-        } catch (const std::exception& e) {
-          throw UsageError(p + ": " + e.what());
-        }
-        files.push_back(abs);
-      }
+      std::vector<std::string> files = load_plugin_flags(o->plugins);
       for (const auto& f : registry::plugin_files(cfg)) files.push_back(f.file);
       const std::string device = cfg.str("run.device");
       std::vector<conformance::Target> targets;

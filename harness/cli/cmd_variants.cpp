@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "harness/cli/cli.h"
+#include "harness/cli/plugin_flags.h"
 #include "harness/util/exit_codes.h"
 #include "harness/registry/catalog.h"
 
@@ -25,17 +26,7 @@ void add_variants_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       auto& cat = registry::Catalog::global();
-      std::vector<std::string> files;
-      for (const auto& p : o->plugins) {
-        std::error_code ec;
-        const std::string abs = fs::absolute(p, ec).lexically_normal().string();
-        try {
-          cat.load_plugin(abs);
-        } catch (const std::exception& e) {
-          throw UsageError(p + ": " + e.what());
-        }
-        files.push_back(abs);
-      }
+      std::vector<std::string> files = load_plugin_flags(o->plugins);
       std::vector<registry::ImplInfo> rows;
       for (auto slot : registry::all_slots()) {
         auto v = cat.visible(slot, files);

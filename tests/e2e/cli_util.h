@@ -21,6 +21,15 @@ namespace lockstep::testing {
 
 namespace fs = std::filesystem;
 
+// Debian's python3 (the one python3-torch installs into) first in PATH, as on a clean CI machine:
+// a pyenv or virtualenv python3 earlier in PATH may lack torch. The child runs inherit it. Call
+// once at static initialisation: `const bool kDebianPythonFirst = debian_python_first();`.
+inline bool debian_python_first() {
+  const char* path = std::getenv("PATH");
+  ::setenv("PATH", (std::string("/usr/bin:/bin") + (path ? ":" + std::string(path) : "")).c_str(), 1);
+  return true;
+}
+
 // A fresh folder, removed at the end of the test unless LOCKSTEP_KEEP_TEST_DIRS is set.
 class TempDir {
  public:

@@ -19,12 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Debian's python3 first (python3-torch lives there); the child runs inherit it.
-const bool kDebianPythonFirst = [] {
-  const char* path = std::getenv("PATH");
-  ::setenv("PATH", (std::string("/usr/bin:/bin") + (path ? ":" + std::string(path) : "")).c_str(), 1);
-  return true;
-}();
+const bool kDebianPythonFirst = lockstep::testing::debian_python_first();
 
 const char* kV2 = "tests/configs/external_protocol2.toml";
 const char* kV1 = "tests/configs/external_protocol.toml";

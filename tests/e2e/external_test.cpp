@@ -25,13 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Debian's python3 (the one python3-torch installs into) first, as on a clean CI machine: a pyenv
-// or virtualenv python3 earlier in PATH may lack torch. The child runs inherit it.
-const bool kDebianPythonFirst = [] {
-  const char* path = std::getenv("PATH");
-  ::setenv("PATH", (std::string("/usr/bin:/bin") + (path ? ":" + std::string(path) : "")).c_str(), 1);
-  return true;
-}();
+const bool kDebianPythonFirst = lockstep::testing::debian_python_first();
 
 const char* kProtocol = "tests/configs/external_protocol.toml";
 
