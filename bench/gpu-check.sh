@@ -272,7 +272,11 @@ item() {
   local took=$((SECONDS - t0)) note=""
   case $code in
     0) ;;
-    1) [ "$kind" = compare ] && note="the gate failed (a result)" || status=1 ;;
+    1) case $kind in
+         compare) note="the gate failed (a result)" ;;
+         conformance) note="a kernel failed its conformance check (a result)" ;;
+         *) status=1 ;;
+       esac ;;
     124 | 137) note="cut at its ${budget} s deadline"; status=1 ;;
     *) note="exit $code: $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-160)"; status=1 ;;
   esac
@@ -331,6 +335,19 @@ measure() {
       --set-variant "plugins.load=[\"$plugin\"]"
   else
     record bf16_vs_fused_cuda compare skipped 0 "not run: no CUDA plugin built"
+  fi
+  # Kernel conformance (issue 35) on the device: the fused_cuda plugin's kernels and LibTorch's
+  # fused attention against their slots' exact math (the rehearsal: fused attention on the CPU).
+  local csets=() kv
+  for kv in "${dev[@]}"; do csets+=(--set "$kv"); done
+  if [ $rehearse -eq 0 ] && [ -f "$plugin" ]; then
+    item kernel_conformance conformance 60 "$LS" conformance "$ROOT/configs/variants/fused_cuda.toml" \
+      "${csets[@]}" --set "plugins.load=[\"$plugin\"]" --set attention.impl=fused \
+      --json "$OUT/kernel_conformance.json"
+  else
+    item kernel_conformance conformance 60 "$LS" conformance \
+      "$ROOT/configs/variants/bf16_fused_attention.toml" "${csets[@]}" \
+      --json "$OUT/kernel_conformance.json"
   fi
   run nccl_1rank 30 configs/variants/bf16.toml --set parallel.backend=$nccl
   compare fp32_vs_tf32 60 configs/baseline.toml configs/variants/tf32.toml

@@ -77,7 +77,7 @@ with open(os.path.join(out, "items.tsv")) as f:
 
 env = machine_env()
 report_env = {}
-rows, runs, results = [], [], []
+rows, runs, results, conformance = [], [], [], []
 for it in items:
     name = it["name"]
     res = dict(it)
@@ -129,6 +129,19 @@ for it in items:
                 num(s.get("step_ms", {}).get("p99"), "{:.1f}"), note))
             res.update(tokens_per_sec=s.get("tokens_per_sec"), mfu=s.get("mfu"),
                        p99_ms=s.get("step_ms", {}).get("p99"), final_loss=s.get("final_loss"))
+    elif it["kind"] == "conformance":
+        c = load(os.path.join(out, name + ".json"))
+        if c is None:
+            conformance.append("Kernel conformance: %s." % (it["note"] or "no result (see %s.log)" % name))
+        else:
+            failed = [r for r in c.get("rows", []) if not r.get("passed", False)]
+            conformance.append("Kernel conformance (%s): **%s**, %d kernel(s), %d checks in %s s on %s%s." % (
+                ", ".join(str(k) for k in c.get("kernels", [])), "pass" if c["passed"] else "FAIL",
+                len(c.get("kernels", [])), len(c.get("rows", [])), num(c.get("seconds"), "{:.1f}"),
+                c.get("device", "?"),
+                "" if not failed else "; first failure: %s %s %s" % (
+                    failed[0].get("kernel", "?"), failed[0].get("case", "?"), failed[0].get("direction", "?"))))
+            res.update(passed=c["passed"], checks=len(c.get("rows", [])), failed_checks=len(failed))
     results.append(res)
 
 determinism = next((it["note"] for it in items if it["name"] == "determinism"), "not run")
@@ -147,6 +160,7 @@ lines.append(
 lines += ["", "| comparison | tokens/s (baseline / variant) | delta | MFU | P99 ms | SDPA backend | loss check | verdict |",
           "|---|---|---|---|---|---|---|---|"] + rows
 lines += ["", "| run | tokens/s | MFU | P99 ms | notes |", "|---|---|---|---|---|"] + runs
+lines += [""] + conformance
 lines += ["", "Determinism (two runs, same config and seed): %s." % determinism]
 cut = ["%s (%s)" % (it["name"], it["note"]) for it in items
        if it["note"].startswith("cut") or it["note"].startswith("not run")]

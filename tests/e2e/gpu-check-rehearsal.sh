@@ -29,12 +29,13 @@ grep -Eq '^\| fp16, dynamic loss scaling \| [0-9,]+ \|' "$md" || fail "no figure
 grep -Eq '^\| bf16, 1-rank NCCL group \| [0-9,]+ \| .*backend gloo' "$md" || fail "no figures for the 1-rank group"
 grep -q '^Determinism (two runs, same config and seed): bitwise equal (20 steps' "$md" || fail "determinism not checked"
 grep -q 'bf16_vs_fused_cuda (not run: no CUDA plugin built)' "$md" || fail "the plugin's absence is not said"
+grep -Eq '^Kernel conformance \(.*\): \*\*pass\*\*, [0-9]+ kernel\(s\), [0-9]+ checks' "$md" || fail "no kernel conformance line"
 python3 - "$out/gpu-check.json" <<'PY' || fail "gpu-check.json disagrees"
 import json, sys
 j = json.load(open(sys.argv[1]))
 names = [i["name"] for i in j["items"]]
 want = ["bf16_vs_fused_attention", "bf16_vs_cuda_graphs", "fp16_loss_scaling", "bf16_vs_fused_adamw",
-        "bf16_vs_fused_cuda", "nccl_1rank", "fp32_vs_tf32", "determinism_a", "determinism_b", "determinism"]
+        "bf16_vs_fused_cuda", "kernel_conformance", "nccl_1rank", "fp32_vs_tf32", "determinism_a", "determinism_b", "determinism"]
 assert names == want, names
 fa = j["items"][0]
 assert fa["aligned"] is True and fa["verdict"] in ("pass", "fail", "inconclusive"), fa
