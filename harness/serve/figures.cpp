@@ -117,12 +117,16 @@ TailOrigin tail_origin(const ServeConfig& cfg, const std::vector<std::vector<Out
     return t;
   }
   char b[256];
-  std::snprintf(b, sizeof b, "the slowest 1%% (%lld requests) is %s (%.0f%% of their latency)",
-                static_cast<long long>(t.requests),
-                t.queue_share >= 0.5 ? "queue wait" : "service time",
-                100 * std::max(t.queue_share, t.service_share));
+  if (t.unserved == t.requests)
+    std::snprintf(b, sizeof b, "the slowest 1%% (%lld requests) were never served",
+                  static_cast<long long>(t.requests));
+  else
+    std::snprintf(b, sizeof b, "the slowest 1%% (%lld requests) is %s (%.0f%% of their latency)",
+                  static_cast<long long>(t.requests),
+                  t.queue_share >= 0.5 ? "queue wait" : "service time",
+                  100 * std::max(t.queue_share, t.service_share));
   t.sentence = b;
-  if (t.unserved)
+  if (t.unserved && t.unserved < t.requests)
     t.sentence += ", " + std::to_string(t.unserved) + " of them never served";
   if (!t.lanes.empty() && cfg.lanes.size() > 1)
     t.sentence += "; mostly lane \"" + t.lanes.front().first + "\" (" +
