@@ -39,6 +39,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/vocab/conformance_result.cpp
   harness/vocab/serve_config.cpp
   harness/serve/load.cpp
+  harness/serve/batch_plan.cpp
   harness/serve/server.cpp
   harness/serve/drive.cpp
   harness/serve/figures.cpp

@@ -5,6 +5,7 @@
 //     the highest Poisson rate whose P99 stays within the SLO, with its spread over searches
 // and `lockstep compare` on two serving configs (compare_serving below): windows in turns,
 // matched pairs, report.json + report.md in --out. Exit 0 pass, 1 a check failed, 2 bad input.
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,24 @@ ordered_json arm_json(const serve::ArmResult& a) {
                       {"scores", a.scores}};
 }
 
+ordered_json speed_json(const serve::SpeedTurns& t) {
+  auto tokens_per_s = [&t](const std::vector<double>& s) {
+    std::vector<double> v(s);
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : static_cast<double>(t.real_tokens) / v[v.size() / 2];
+  };
+  return ordered_json{{"requests", t.requests},
+                      {"real_tokens", t.real_tokens},
+                      {"baseline", {{"batches", t.baseline_batches},
+                                    {"padded_tokens", t.baseline_padded_tokens},
+                                    {"median_tokens_per_sec", tokens_per_s(t.baseline_s)},
+                                    {"seconds", t.baseline_s}}},
+                      {"variant", {{"batches", t.variant_batches},
+                                   {"padded_tokens", t.variant_padded_tokens},
+                                   {"median_tokens_per_sec", tokens_per_s(t.variant_s)},
+                                   {"seconds", t.variant_s}}}};
+}
+
 serve::TailOrigin tail_of(const serve::ArmResult& a) {
   std::vector<std::vector<serve::Outcome>> all;
   for (const auto& w : a.windows) all.push_back(w.window.outcomes);
@@ -108,6 +127,7 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
                  {"windows", windows},
                  {"order", r.order},
                  {"checks", checks},
+                 {"service_speed", speed_json(r.speed)},
                  {"baseline", arm_json(r.baseline)},
                  {"variant", arm_json(r.variant)},
                  {"wall_seconds", r.wall_s}};

@@ -361,7 +361,7 @@ class Loader {
       for (const auto& k : s->keys) {
         const std::string dotted = s->name + "." + k.name;
         if (!cfg.entries_.count(dotted))
-          cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true, {}};
+          cfg.entries_[dotted] = Entry{k.def, SourceLoc{top, 0, 0}, true, {}, {}};
       }
     for (const auto* s : all_sections())
       if (s->finalize) s->finalize(cfg);

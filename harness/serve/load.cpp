@@ -1,5 +1,6 @@
 #include "harness/serve/load.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/util/splitmix.h"
@@ -67,6 +68,22 @@ std::vector<Request> make_schedule(const ServeConfig& cfg, uint64_t seed) {
     r.lane = cfg.lane_of(r.len);
     out.push_back(r);
   }
+}
+
+std::vector<Request> fixed_request_set(const ServeConfig& cfg, int64_t n) {
+  ServeConfig c = cfg;
+  c.trace.clear();
+  c.peak_multiplier = 1, c.peak_duration_s = 0;
+  c.rate_rps = 1000;  // Poisson count of mean 3n + 1000: always more than n
+  c.duration_s = 1.0 + 3.0 * static_cast<double>(n) / c.rate_rps;
+  std::vector<Request> set = make_schedule(c, cfg.seed ^ 0x5c0e5e7ULL);
+  if (set.size() > static_cast<size_t>(n)) set.resize(static_cast<size_t>(n));
+  for (Request& r : set) {
+    r.len = std::min(r.len, cfg.longest_servable());
+    r.id = 1'000'000'000 + r.id;  // tokens of their own
+    r.lane = cfg.lane_of(r.len);
+  }
+  return set;
 }
 
 void fill_tokens(uint64_t seed, int64_t id, int64_t len, int64_t vocab, int64_t* out) {

@@ -25,6 +25,11 @@ std::vector<Request> make_schedule(const ServeConfig& cfg, uint64_t seed);
 // Request `id`'s tokens (len of them, each in 0..vocab-1), the same for every arm and run.
 void fill_tokens(uint64_t seed, int64_t id, int64_t len, int64_t vocab, int64_t* out);
 
+// The fixed request set: n requests drawn like the load's (the short/long mix) from a stream of
+// their own, capped at the longest servable length, with ids (and so tokens) of their own. What
+// the gate scores for the same math, and what the service-speed turns run.
+std::vector<Request> fixed_request_set(const ServeConfig& cfg, int64_t n);
+
 // The arrival rate at time t (requests/s): the base rate, x peak_multiplier in the peak window.
 double rate_at(const ServeConfig& cfg, double t);
 

@@ -39,7 +39,7 @@ WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<
 }
 
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
-                              const std::vector<WindowStats>& var,
+                              const std::vector<WindowStats>& var, const SpeedTurns& speed,
                               const std::vector<double>& base_scores,
                               const std::vector<double>& var_scores, const GateSettings& g) {
   const size_t n = std::min(base.size(), var.size());
@@ -51,9 +51,10 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                     : std::isinf(b)               ? 10.0
                     : std::isinf(a)               ? -10.0
                                                   : std::log(b / a));
-    d_thr.push_back(std::log(var[k].busy_tokens_per_s / base[k].busy_tokens_per_s));
     d_slo.push_back(var[k].slo_attainment - base[k].slo_attainment);
   }
+  for (size_t k = 0; k < std::min(speed.baseline_s.size(), speed.variant_s.size()); ++k)
+    d_thr.push_back(std::log(speed.baseline_s[k] / speed.variant_s[k]));  // same tokens: speed ratio
   const double level = 1 - 2 * g.alpha;  // the two-sided interval whose edge is the one-sided test
   const auto t_p99 = stats::paired_t(d_p99, level);
   const auto t_thr = stats::paired_t(d_thr, level);
@@ -88,7 +89,10 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     const bool fail = adj[1] < g.alpha;
     const bool pass = !fail && t_thr.ci.lo >= floor;
     c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
-    c.detail = "tokens per busy second " + pct(c.value_pct) + ", CI [" + pct(c.ci.lo) + ", " +
+    c.detail = "service speed " + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
+               " turn pairs (" + std::to_string(speed.real_tokens) + " real tokens in " +
+               std::to_string(speed.baseline_batches) + " vs " +
+               std::to_string(speed.variant_batches) + " batches), CI [" + pct(c.ci.lo) + ", " +
                pct(c.ci.hi) + "]";
     out.push_back(c);
   }

@@ -2,9 +2,13 @@
 // arrivals per window, judged as matched pairs, and the scores of a fixed request set.
 //   p99 latency     ln(P99 variant / P99 baseline) per window pair: fails when significantly above
 //                   ln(1 + gate.max_p99_regression_pct) (the red line, default 0%)
-//   throughput      tokens per busy second of the workers (what the service can sustain; the
-//                   served rate of an open loop below saturation is the offered rate whatever the
-//                   service): fails when significantly below -gate.max_slowdown_pct
+//   throughput      the service's speed, in turns: each arm runs the fixed request set, batched as
+//                   its own saturated batcher would (batch_plan.h), on one thread, AB BA AB ...,
+//                   serve.speed_pairs times; real tokens per second, ln(variant / baseline) per
+//                   pair. (The served rate of an open loop below saturation is the offered rate
+//                   whatever the service, and busy time under load moves +-10% per window with
+//                   contention and the batches' mix: measured, bench/RESULTS.md.) Fails when
+//                   significantly below -gate.max_slowdown_pct
 //   slo attainment  the share within serve.slo_ms per pair: fails when significantly lower
 //   same math       max |score variant - score baseline| <= gate.tolerance
 // Holm over the three timing checks at gate.alpha; a check neither failed nor passed is
@@ -27,6 +31,14 @@ struct WindowStats {
 };
 WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<Outcome>& outcomes);
 
+// The service-speed turns of a comparison: seconds per run of each arm's plan, pair by pair.
+struct SpeedTurns {
+  int64_t requests = 0, real_tokens = 0;  // the fixed set's (the same for both arms)
+  int64_t baseline_batches = 0, variant_batches = 0;
+  int64_t baseline_padded_tokens = 0, variant_padded_tokens = 0;
+  std::vector<double> baseline_s, variant_s;
+};
+
 struct ServeCheck {
   std::string name;
   std::string verdict;  // "pass", "fail", "inconclusive"
@@ -44,7 +56,7 @@ struct GateSettings {
 };
 
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& baseline,
-                              const std::vector<WindowStats>& variant,
+                              const std::vector<WindowStats>& variant, const SpeedTurns& speed,
                               const std::vector<double>& baseline_scores,
                               const std::vector<double>& variant_scores, const GateSettings& g);
 

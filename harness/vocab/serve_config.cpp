@@ -242,8 +242,14 @@ const config::SectionSchema& serve_schema() {
                          "after the last arrival, how long queued requests may still finish "
                          "(the rest are counted unserved)")
               .range(0, 3600),
-          KeySpec::Int("score_requests", 64, "the fixed request set whose scores the gate compares")
+          KeySpec::Int("score_requests", 64,
+                       "the fixed request set: its scores (same math) and its batches (speed)")
               .range(1, 100000)
+              .kind(Knob::None),
+          KeySpec::Int("speed_pairs", 10,
+                       "compare: turn pairs (AB, BA, ...) of each arm running the fixed set's "
+                       "batches, for the throughput check")
+              .range(2, 100000)
               .kind(Knob::None),
       },
       finalize,
@@ -269,6 +275,7 @@ ServeConfig ServeConfig::from(const config::Config& c) {
   s.bucket_tokens = c.integer("serve.bucket_tokens");
   s.drain_s = c.number("serve.drain_s");
   s.score_requests = c.integer("serve.score_requests");
+  s.speed_pairs = c.integer("serve.speed_pairs");
   s.seed = static_cast<uint64_t>(c.integer("run.seed"));
   return s;
 }

@@ -37,6 +37,7 @@ struct ServeConfig {
   int64_t bucket_tokens = 16;  // a batch holds requests of one length bucket (this wide)
   double drain_s = 5;          // after the last arrival: how long queued requests may still finish
   int64_t score_requests = 64;  // the fixed request set whose scores the gate compares
+  int64_t speed_pairs = 10;     // the gate's service-speed turns: AB/BA pairs over that set
   uint64_t seed = 0;            // the load's seed (run.seed)
 
   bool serving() const { return !lanes.empty(); }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness/config/config.h"
+#include "harness/serve/batch_plan.h"
 #include "harness/serve/drive.h"
 #include "harness/serve/figures.h"
 #include "harness/serve/load.h"
@@ -170,6 +171,33 @@ TEST(Serve, LanesBatchByLengthBucketAndCountThePadding) {
   EXPECT_LT(f[0].padding_share, 0.5);
 }
 
+// The throughput check's batches (batch_plan.h): per lane and length bucket, full batches in
+// order, the partial ones last, each padded to its longest; a request no lane takes is left out.
+TEST(Serve, TheSpeedTurnsBatchAsASaturatedBatcherWould) {
+  ServeConfig c;
+  c.bucket_tokens = 16;
+  c.lanes = {LaneConfig{"short", 1, 32, 0, 2, 5.0, 1}, LaneConfig{"long", 33, 128, 5, 3, 5.0, 1}};
+  std::vector<Request> set;
+  for (int64_t len : {10, 12, 40, 20, 100, 14, 50, 130, 45, 36})
+    set.push_back(Request{static_cast<int64_t>(set.size()), 0, len, c.lane_of(len)});
+  const auto plan = plan_batches(c, set);
+  std::vector<std::vector<int64_t>> lens;
+  std::vector<int64_t> pads;
+  for (const auto& b : plan) {
+    lens.emplace_back();
+    for (const Request* r : b.requests) lens.back().push_back(r->len);
+    pads.push_back(b.padded_len);
+  }
+  // Full first: short bucket 0 (10, 12); long bucket 2 (40, 45, 36: 33..48). Then the partials
+  // by (lane, bucket): short 0 (14), short 1 (20), long 3 (50), long 6 (100). 130 has no lane.
+  const std::vector<std::vector<int64_t>> want{{10, 12}, {40, 45, 36}, {14}, {20}, {50}, {100}};
+  EXPECT_EQ(lens, want);
+  EXPECT_EQ(pads, (std::vector<int64_t>{12, 45, 14, 20, 50, 100}));
+  EXPECT_EQ(plan[1].lane, 1);
+  EXPECT_EQ(real_tokens(plan), 10 + 12 + 40 + 45 + 36 + 14 + 20 + 50 + 100);
+  EXPECT_EQ(padded_tokens(plan), 24 + 135 + 14 + 20 + 50 + 100);
+}
+
 TEST(Serve, AnUnservedRequestIsInfinitelyLateNeverDropped) {
   std::vector<double> ms(98, 10.0);
   ms.push_back(INFINITY), ms.push_back(INFINITY);
@@ -197,18 +225,23 @@ TEST(Serve, TheGateFailsAWorseP99AndPassesAnEqualOne) {
   const auto a = windows({100, 120, 90, 110, 105}, 1000, 0.99);
   auto worse = windows({121, 143, 110, 131, 127}, 1000, 0.99);  // +20% in every pair
   const std::vector<double> s{-1.5, -2.5};
-  const auto c = judge(a, worse, s, s, GateSettings{});
+  SpeedTurns even;
+  even.baseline_s = even.variant_s = {0.30, 0.31, 0.29, 0.30, 0.32, 0.30};
+  const auto c = judge(a, worse, even, s, s, GateSettings{});
   EXPECT_EQ(c[0].name, "p99 latency");
   EXPECT_EQ(c[0].verdict, "fail");
   EXPECT_NEAR(c[0].value_pct, 20.5, 1.0);
   EXPECT_EQ(c[3].verdict, "pass");
-  const auto same = judge(a, a, s, s, GateSettings{});
+  const auto same = judge(a, a, even, s, s, GateSettings{});
   for (const auto& k : same) EXPECT_NE(k.verdict, "fail") << k.name;
-  auto slower = windows({100, 120, 90, 110, 105}, 950, 0.99);
-  slower[1].busy_tokens_per_s = 948, slower[3].busy_tokens_per_s = 953;
-  EXPECT_EQ(judge(a, slower, s, s, GateSettings{})[1].verdict, "fail");
+  EXPECT_EQ(same[1].verdict, "pass");
+  SpeedTurns slower = even;  // the variant 5% slower in every pair, give or take 0.5%
+  slower.variant_s = {0.315, 0.327, 0.303, 0.316, 0.335, 0.316};
+  const auto c_slow = judge(a, a, slower, s, s, GateSettings{});
+  EXPECT_EQ(c_slow[1].verdict, "fail");
+  EXPECT_NEAR(c_slow[1].value_pct, -4.9, 0.3);
   const std::vector<double> off{-1.5, -2.5 + 1e-3};
-  EXPECT_EQ(judge(a, a, s, off, GateSettings{})[3].verdict, "fail");
+  EXPECT_EQ(judge(a, a, even, s, off, GateSettings{})[3].verdict, "fail");
 }
 
 std::string error_of(const std::string& text) {

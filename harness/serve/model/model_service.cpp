@@ -57,25 +57,21 @@ void ModelService::run(int lane, const std::vector<const Request*>& batch, int64
 }
 
 std::vector<double> ModelService::score_set(const ServeConfig& cfg) {
-  // Requests drawn like the load's (the short/long mix) from their own stream, capped at the
-  // longest servable length, each scored alone.
-  ServeConfig c = cfg;
-  c.trace.clear();
-  c.peak_multiplier = 1, c.peak_duration_s = 0;
-  c.rate_rps = 1000;  // Poisson count of mean 3n + 1000: always more than n
-  c.duration_s = 1.0 + 3.0 * static_cast<double>(cfg.score_requests) / c.rate_rps;
-  std::vector<Request> set = make_schedule(c, cfg.seed ^ 0x5c0e5e7ULL);
-  if (set.size() > static_cast<size_t>(cfg.score_requests)) set.resize(cfg.score_requests);
   std::vector<double> out;
   std::vector<double> one(1);
-  for (Request r : set) {
-    r.len = std::min(r.len, cfg.longest_servable());
-    r.id = 1'000'000'000 + r.id;  // tokens of their own
+  for (const Request& r : fixed_request_set(cfg, cfg.score_requests)) {
     std::vector<const Request*> batch{&r};
     run(0, batch, r.len, one);
     out.push_back(one[0]);
   }
   return out;
+}
+
+double ModelService::run_batch(const PlannedBatch& b) {
+  std::vector<double> scores(b.requests.size());
+  const int64_t start = util::steady_now_ns();
+  run(b.lane, b.requests, b.padded_len, scores);
+  return static_cast<double>(util::steady_now_ns() - start) * 1e-9;
 }
 
 std::string ModelService::device() const { return m_->device.str(); }

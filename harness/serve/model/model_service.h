@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/config/config.h"
+#include "harness/serve/batch_plan.h"
 #include "harness/serve/server.h"
 
 namespace lockstep::train {
@@ -30,6 +31,8 @@ class ModelService : public Service {
   // The scores of the fixed request set (serve.score_requests, each alone: batch 1, no
   // padding): what the gate compares between two arms. Bitwise the same for the same config.
   std::vector<double> score_set(const ServeConfig& cfg);
+  // Runs one planned batch on this thread: the seconds it took (the gate's service-speed turns).
+  double run_batch(const PlannedBatch& b);
   std::string device() const;
   std::string precision() const;
 

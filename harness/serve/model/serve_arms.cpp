@@ -1,8 +1,11 @@
 #include "harness/serve/model/serve_arms.h"
 
+#include <cstdio>
 #include <memory>
+#include <utility>
 #include <ostream>
 
+#include "harness/serve/batch_plan.h"
 #include "harness/serve/load.h"
 #include "harness/serve/model/model_service.h"
 #include "harness/util/clock.h"
@@ -62,6 +65,61 @@ void pool(ArmResult& r) {
   r.pooled = pooled_figures(r.cfg, all, durations);
 }
 
+// One turn: both plans batch by batch, interleaved by progress (the arm behind in its plan's padded
+// tokens runs next, `a_first` decides ties), so drift on the machine hits both arms alike, as a
+// training run's step-by-step turns do. Returns each arm's summed batch seconds.
+std::pair<double, double> interleaved_turn(ModelService& sa, const std::vector<PlannedBatch>& pa,
+                                           ModelService& sb, const std::vector<PlannedBatch>& pb,
+                                           bool a_first) {
+  const double ta = static_cast<double>(padded_tokens(pa)), tb = static_cast<double>(padded_tokens(pb));
+  double da = 0, db = 0, secs_a = 0, secs_b = 0;
+  size_t i = 0, j = 0;
+  while (i < pa.size() || j < pb.size()) {
+    const double fa = da / ta, fb = db / tb;
+    const bool a_next = j == pb.size() || (i < pa.size() && (fa < fb || (fa == fb && a_first)));
+    if (a_next) {
+      secs_a += sa.run_batch(pa[i]);
+      da += static_cast<double>(pa[i].requests.size() * static_cast<size_t>(pa[i].padded_len));
+      ++i;
+    } else {
+      secs_b += sb.run_batch(pb[j]);
+      db += static_cast<double>(pb[j].requests.size() * static_cast<size_t>(pb[j].padded_len));
+      ++j;
+    }
+  }
+  return {secs_a, secs_b};
+}
+
+// Each arm runs the fixed set's batches (its own plan) on this thread, the two interleaved batch
+// by batch, serve.speed_pairs turns, the first batch of a turn alternating A, B, A, ...: the
+// throughput check's pairs. One untimed turn first.
+SpeedTurns speed_turns(Arm& a, Arm& b, std::ostream& log) {
+  const ServeConfig& ca = a.result.cfg;
+  const auto set = fixed_request_set(ca, ca.score_requests);
+  const auto plan_a = plan_batches(ca, set), plan_b = plan_batches(b.result.cfg, set);
+  SpeedTurns t;
+  t.requests = static_cast<int64_t>(set.size());
+  t.real_tokens = real_tokens(plan_a);
+  t.baseline_batches = static_cast<int64_t>(plan_a.size());
+  t.variant_batches = static_cast<int64_t>(plan_b.size());
+  t.baseline_padded_tokens = padded_tokens(plan_a);
+  t.variant_padded_tokens = padded_tokens(plan_b);
+  interleaved_turn(*a.service, plan_a, *b.service, plan_b, true);
+  for (int64_t k = 0; k < ca.speed_pairs; ++k) {
+    const auto [sa, sb] = interleaved_turn(*a.service, plan_a, *b.service, plan_b, k % 2 == 0);
+    t.baseline_s.push_back(sa);
+    t.variant_s.push_back(sb);
+  }
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "serve: service speed in turns: %lld pairs, %lld real tokens in %lld vs %lld "
+                "batches\n",
+                static_cast<long long>(ca.speed_pairs), static_cast<long long>(t.real_tokens),
+                static_cast<long long>(t.baseline_batches), static_cast<long long>(t.variant_batches));
+  log << line << std::flush;
+  return t;
+}
+
 }  // namespace
 
 ArmResult serve_one(const config::Config& cfg, const std::string& label, int windows,
@@ -95,12 +153,13 @@ ServeComparison serve_compare(const config::Config& baseline, const config::Conf
   }
   pool(a.result);
   pool(b.result);
+  out.speed = speed_turns(a, b, log);
   a.result.scores = a.service->score_set(a.result.cfg);
   b.result.scores = b.service->score_set(b.result.cfg);
   std::vector<WindowStats> sa, sb;
   for (const auto& w : a.result.windows) sa.push_back(w.stats);
   for (const auto& w : b.result.windows) sb.push_back(w.stats);
-  out.checks = judge(sa, sb, a.result.scores, b.result.scores, gate);
+  out.checks = judge(sa, sb, out.speed, a.result.scores, b.result.scores, gate);
   out.baseline = std::move(a.result);
   out.variant = std::move(b.result);
   out.wall_s = static_cast<double>(util::steady_now_ns() - t0) * 1e-9;

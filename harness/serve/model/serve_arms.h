@@ -36,6 +36,7 @@ ArmResult serve_one(const config::Config& cfg, const std::string& label, int win
 struct ServeComparison {
   ArmResult baseline, variant;
   std::vector<ServeCheck> checks;
+  SpeedTurns speed;  // the throughput check's turns
   std::vector<std::string> order;  // "A" / "B" per window run, in time order
   double wall_s = 0;
 };
