@@ -40,6 +40,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/vocab/serve_config.cpp
   harness/serve/load.cpp
   harness/serve/batch_plan.cpp
+  harness/serve/serve_diagnosis.cpp
   harness/serve/server.cpp
   harness/serve/drive.cpp
   harness/serve/figures.cpp

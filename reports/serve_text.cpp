@@ -90,4 +90,23 @@ std::string serve_compare_markdown(const std::vector<serve::ServeCheck>& checks,
   return out;
 }
 
+std::string serve_diagnosis_text(const std::vector<serve::ServeFinding>& findings, bool markdown) {
+  std::string out = markdown ? "## Serving diagnosis\n\n" : "serving diagnosis\n";
+  for (const auto& f : findings) {
+    char p99[64], rest[256];
+    if (std::isfinite(f.p99_ms)) std::snprintf(p99, sizeof p99, "%.1f ms", f.p99_ms);
+    else std::snprintf(p99, sizeof p99, "never served");
+    std::snprintf(rest, sizeof rest, ": P99 %s, %.1f%% within the %g ms SLO; tail %lld requests, "
+                  "%.0f%% queue wait", p99, 100 * f.slo_attainment, f.slo_ms,
+                  static_cast<long long>(f.tail_requests), 100 * f.queue_share);
+    const std::string name = f.arm + " (" + f.config + ")";
+    out += markdown ? "- **" + name + "**" : "  " + name;
+    out += rest;
+    if (!f.lane.empty()) out += ", mostly lane \"" + f.lane + "\"";
+    out += "\n";
+    out += (markdown ? "  " : "    ") + f.cause + ": " + f.advice + "\n";
+  }
+  return out;
+}
+
 }  // namespace lockstep::reports

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/serve/figures.h"
+#include "harness/serve/serve_diagnosis.h"
 #include "harness/serve/verdict.h"
 
 namespace lockstep::reports {
@@ -20,5 +21,9 @@ std::string serve_compare_markdown(const std::vector<serve::ServeCheck>& checks,
                                    const std::vector<serve::Figures>& variant,
                                    const serve::TailOrigin& baseline_tail,
                                    const serve::TailOrigin& variant_tail, int windows);
+
+// `diagnose` on a serving run: per arm, its P99 against the SLO, where the tail came from (cause,
+// lane, queue vs service) and the remedy. Markdown when `markdown`.
+std::string serve_diagnosis_text(const std::vector<serve::ServeFinding>& findings, bool markdown);
 
 }  // namespace lockstep::reports

@@ -1,9 +1,11 @@
-// `lockstep diagnose` (loss-spike diagnosis), `lockstep stages` (pipeline stage balance) and
+// `lockstep diagnose` (loss-spike diagnosis; on a serving run, where the tail came from), `lockstep stages` (pipeline stage balance) and
 // `lockstep trace-check` (trace-event format validation).
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "harness/cli/cli.h"
 #include "harness/cli/out_dir.h"
@@ -11,11 +13,59 @@
 #include "harness/diagnose/report.h"
 #include "harness/diagnose/stages.h"
 #include "harness/diagnose/trace_check.h"
+#include "harness/serve/serve_diagnosis.h"
 #include "harness/util/exit_codes.h"
 #include "reports/diagnose/reporters.h"
+#include "reports/serve_text.h"
 
 namespace lockstep::cli {
 namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json read_json_file(const fs::path& p) {
+  std::ifstream in(p);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(p.string() + ": not JSON (" + e.what() + ")");
+  }
+}
+
+// A serving comparison's --out (report.json of kind "serve") or a `serve --json` file.
+bool is_serving_run(const std::string& run) {
+  const fs::path p(run);
+  if (fs::is_regular_file(p)) return p.extension() == ".json";
+  const fs::path rep = p / "report.json";
+  if (!fs::is_regular_file(rep) || fs::exists(p / "metrics.jsonl")) return false;
+  const auto j = read_json_file(rep);
+  return j.is_object() && j.value("kind", "") == "serve";
+}
+
+int diagnose_serving_run(const std::string& run, const std::string& out, bool json) {
+  const bool file = fs::is_regular_file(run);
+  const fs::path src = file ? fs::path(run) : fs::path(run) / "report.json";
+  std::vector<serve::ServeFinding> findings;
+  try {
+    findings = serve::diagnose_serving(read_json_file(src));
+  } catch (const std::runtime_error& e) {
+    throw UsageError(src.string() + ": " + e.what());
+  }
+  // Files next to a comparison's report (or in --out); a `serve --json` file only with --out.
+  const std::string dir = !out.empty() ? out : file ? "" : run;
+  if (!dir.empty()) {
+    check_out_dir(out);
+    fs::create_directories(dir);
+    std::ofstream(fs::path(dir) / "diagnosis.json")
+        << serve::to_json(findings).dump(2) << "\n";
+    std::ofstream(fs::path(dir) / "diagnosis.md") << reports::serve_diagnosis_text(findings, true);
+  }
+  std::cout << (json ? serve::to_json(findings).dump(2) + "\n"
+                     : reports::serve_diagnosis_text(findings, false));
+  return kExitPass;
+}
+
+}  // namespace
 
 void add_diagnose_commands(CLI::App& app, Action& action) {
   {
@@ -27,12 +77,15 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
     auto* cmd = app.add_subcommand(
         "diagnose",
         "Find loss spikes, non-finite losses and slow steps in a run, and rank their causes");
-    cmd->add_option("RUN_DIR", o->run, "a run folder (metrics.jsonl, metrics.rank<r>.jsonl)")
+    cmd->add_option("RUN_DIR", o->run,
+                    "a run folder (metrics.jsonl, metrics.rank<r>.jsonl), or a serving run: a "
+                    "serving comparison's --out folder or a `serve --json` file")
         ->required();
     cmd->add_option("--out", o->out, "where diagnosis.json/.md/.html go (default RUN_DIR)");
     cmd->add_flag("--json", o->json, "print the JSON instead of the text");
     cmd->callback([&action, o] {
       action = [o] {
+        if (is_serving_run(o->run)) return diagnose_serving_run(o->run, o->out, o->json);
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
         if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
           throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");

@@ -111,6 +111,19 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
   EXPECT_EQ(rep["checks"][1]["verdict"], "fail") << rep["checks"].dump();
   EXPECT_LT(rep["checks"][1]["value"].get<double>(), -50);
   EXPECT_EQ(rep["checks"][3]["verdict"], "pass");  // the same model, only slower
+
+  // `diagnose` on the comparison: the 5x slower variant is far over capacity at the peak, its
+  // tail queue wait (or never served); diagnosis.json lands beside report.json.
+  r = run_lockstep({"diagnose", tmp / "slow", "--json"}, tmp.path(), 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto d = read_json(tmp.path() / "slow" / "diagnosis.json");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0]["arm"], "baseline");
+  EXPECT_EQ(d[1]["arm"], "variant");
+  EXPECT_EQ(d[1]["lane"], "one");
+  const std::string c = d[1]["cause"];
+  EXPECT_TRUE(c == "capacity" || c == "unserved") << d.dump();
+  EXPECT_TRUE(std::ifstream(tmp.path() / "slow" / "diagnosis.md").good());
 }
 
 TEST(ServeCli, CapacityFindsARateWithinTheSloAndOneBeyond) {

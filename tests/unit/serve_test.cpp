@@ -15,6 +15,7 @@
 #include "harness/serve/drive.h"
 #include "harness/serve/figures.h"
 #include "harness/serve/load.h"
+#include "harness/serve/serve_diagnosis.h"
 #include "harness/serve/verdict.h"
 #include "harness/util/clock.h"
 
@@ -196,6 +197,48 @@ TEST(Serve, TheSpeedTurnsBatchAsASaturatedBatcherWould) {
   EXPECT_EQ(plan[1].lane, 1);
   EXPECT_EQ(real_tokens(plan), 10 + 12 + 40 + 45 + 36 + 14 + 20 + 50 + 100);
   EXPECT_EQ(padded_tokens(plan), 24 + 135 + 14 + 20 + 50 + 100);
+}
+
+// A serving arm as `serve --json` writes it, with only what the diagnosis reads.
+nlohmann::json arm(double p99_ms, double queue_share, double lane_queue_p99, int64_t unserved) {
+  nlohmann::json lane{{"lane", "one"},
+                      {"queue_wait_ms", {{"p50", 1.0}, {"p99", lane_queue_p99}}},
+                      {"service_ms", {{"p50", 10.0}, {"p99", 40.0}}}};
+  nlohmann::json all{{"lane", "all"},
+                     {"latency_ms", {{"p99", {{"ms", p99_ms}}}}},
+                     {"slo_ms", 200.0},
+                     {"slo_attainment", 0.9},
+                     {"padding_share", 0.45}};
+  return {{"label", "serve"},
+          {"config", "s.toml"},
+          {"load", {{"lanes", {{{"name", "one"}, {"max_wait_ms", 20.0}}}}}},
+          {"figures", {all, lane}},
+          {"tail", {{"requests", 30}, {"queue_share", queue_share}, {"unserved", unserved},
+                    {"lanes", {{"one", 30}}}}}};
+}
+
+// `diagnose` on a serving run names the tail's cause from what the run wrote: each rule once.
+TEST(Serve, TheDiagnosisNamesWhereTheTailCameFrom) {
+  auto cause = [](const nlohmann::json& a) { return diagnose_serving(a).at(0).cause; };
+  EXPECT_EQ(cause(arm(150, 0.9, 500, 0)), "none");        // within the SLO
+  EXPECT_EQ(cause(arm(450, 0.9, 420, 0)), "capacity");    // queue wait far beyond max_wait_ms
+  EXPECT_EQ(cause(arm(250, 0.8, 35, 0)), "threshold");    // queue wait within 2 x max_wait_ms
+  EXPECT_EQ(cause(arm(250, 0.2, 10, 0)), "service");      // service time
+  EXPECT_EQ(cause(arm(450, 0.9, 420, 7)), "unserved");
+  const auto f = diagnose_serving(arm(450, 0.9, 420, 0)).at(0);
+  EXPECT_EQ(f.lane, "one");
+  EXPECT_EQ(f.lane_queue_p99_ms, 420);
+  EXPECT_EQ(f.lane_max_wait_ms, 20);
+  EXPECT_NE(f.advice.find("lane \"one\""), std::string::npos) << f.advice;
+  nlohmann::json cmp{{"kind", "serve"}, {"baseline", arm(450, 0.9, 420, 0)},
+                     {"variant", arm(150, 0.9, 100, 0)}};
+  cmp["baseline"]["label"] = "baseline", cmp["variant"]["label"] = "variant";
+  const auto two = diagnose_serving(cmp);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].arm, "baseline");
+  EXPECT_EQ(two[1].cause, "none");
+  EXPECT_THROW(diagnose_serving(nlohmann::json{{"kind", "serve"}}), std::runtime_error);
+  EXPECT_THROW(diagnose_serving(nlohmann::json::object()), std::runtime_error);
 }
 
 TEST(Serve, AnUnservedRequestIsInfinitelyLateNeverDropped) {
