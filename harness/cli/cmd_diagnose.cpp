@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "harness/cli/cli.h"
 #include "harness/cli/out_dir.h"
@@ -32,32 +33,34 @@ nlohmann::json read_json_file(const fs::path& p) {
   }
 }
 
-// A serving comparison's --out (report.json of kind "serve") or a `serve --json` file.
-bool is_serving_run(const std::string& run) {
+// A serving comparison's --out (report.json of kind "serve") or a `serve --json` file: the
+// report, read once; nullopt for anything else (a training run folder).
+std::optional<nlohmann::json> serving_report(const std::string& run) {
   const fs::path p(run);
-  if (fs::is_regular_file(p)) return p.extension() == ".json";
+  if (fs::is_regular_file(p))
+    return p.extension() == ".json" ? std::optional(read_json_file(p)) : std::nullopt;
   const fs::path rep = p / "report.json";
-  if (!fs::is_regular_file(rep) || fs::exists(p / "metrics.jsonl")) return false;
-  const auto j = read_json_file(rep);
-  return j.is_object() && j.value("kind", "") == "serve";
+  if (!fs::is_regular_file(rep) || fs::exists(p / "metrics.jsonl")) return std::nullopt;
+  auto j = read_json_file(rep);
+  if (!j.is_object() || j.value("kind", "") != "serve") return std::nullopt;
+  return j;
 }
 
-int diagnose_serving_run(const std::string& run, const std::string& out, bool json) {
+int diagnose_serving_run(const std::string& run, const nlohmann::json& report,
+                         const std::string& out, bool json) {
   const bool file = fs::is_regular_file(run);
-  const fs::path src = file ? fs::path(run) : fs::path(run) / "report.json";
   std::vector<serve::ServeFinding> findings;
   try {
-    findings = serve::diagnose_serving(read_json_file(src));
+    findings = serve::diagnose_serving(report);
   } catch (const std::runtime_error& e) {
-    throw UsageError(src.string() + ": " + e.what());
+    throw UsageError((file ? run : (fs::path(run) / "report.json").string()) + ": " + e.what());
   }
   // Files next to a comparison's report (or in --out); a `serve --json` file only with --out.
   const std::string dir = !out.empty() ? out : file ? "" : run;
   if (!dir.empty()) {
     check_out_dir(out);
     fs::create_directories(dir);
-    std::ofstream(fs::path(dir) / "diagnosis.json")
-        << serve::to_json(findings).dump(2) << "\n";
+    std::ofstream(fs::path(dir) / "diagnosis.json") << serve::to_json(findings).dump(2) << "\n";
     std::ofstream(fs::path(dir) / "diagnosis.md") << reports::serve_diagnosis_text(findings, true);
   }
   std::cout << (json ? serve::to_json(findings).dump(2) + "\n"
@@ -85,7 +88,8 @@ void add_diagnose_commands(CLI::App& app, Action& action) {
     cmd->add_flag("--json", o->json, "print the JSON instead of the text");
     cmd->callback([&action, o] {
       action = [o] {
-        if (is_serving_run(o->run)) return diagnose_serving_run(o->run, o->out, o->json);
+        if (const auto rep = serving_report(o->run))
+          return diagnose_serving_run(o->run, *rep, o->out, o->json);
         if (!fs::is_directory(o->run)) throw UsageError(o->run + ": not a run folder");
         if (!fs::exists(fs::path(o->run) / "metrics.jsonl"))
           throw UsageError(o->run + ": no metrics.jsonl (is it a run folder?)");

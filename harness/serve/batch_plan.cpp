@@ -38,7 +38,7 @@ int64_t real_tokens(const std::vector<PlannedBatch>& plan) {
 
 int64_t padded_tokens(const std::vector<PlannedBatch>& plan) {
   int64_t n = 0;
-  for (const auto& b : plan) n += static_cast<int64_t>(b.requests.size()) * b.padded_len;
+  for (const auto& b : plan) n += padded_tokens(b);
   return n;
 }
 

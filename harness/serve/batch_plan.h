@@ -20,6 +20,10 @@ struct PlannedBatch {
 // Requests too long for every lane are left out. `set` must outlive the plan.
 std::vector<PlannedBatch> plan_batches(const ServeConfig& cfg, const std::vector<Request>& set);
 
+// Batch size x padded length: what one batch computes.
+inline int64_t padded_tokens(const PlannedBatch& b) {
+  return static_cast<int64_t>(b.requests.size()) * b.padded_len;
+}
 int64_t real_tokens(const std::vector<PlannedBatch>& plan);
 int64_t padded_tokens(const std::vector<PlannedBatch>& plan);  // batch size x padded length
 

@@ -6,8 +6,9 @@
 //                   its own saturated batcher would (batch_plan.h), on one thread, AB BA AB ...,
 //                   serve.speed_pairs times; real tokens per second, ln(variant / baseline) per
 //                   pair. (The served rate of an open loop below saturation is the offered rate
-//                   whatever the service, and busy time under load moves +-10% per window with
-//                   contention and the batches' mix: measured, bench/RESULTS.md.) Fails when
+//                   whatever the service, and busy time under load moved -19..+30% between the
+//                   arms of one A/A window pair with contention and the batches' mix: measured,
+//                   bench/RESULTS.md.) Fails when
 //                   significantly below -gate.max_slowdown_pct
 //   slo attainment  the share within serve.slo_ms per pair: fails when significantly lower
 //   same math       max |score variant - score baseline| <= gate.tolerance

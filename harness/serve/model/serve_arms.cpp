@@ -2,8 +2,8 @@
 
 #include <cstdio>
 #include <memory>
-#include <utility>
 #include <ostream>
+#include <utility>
 
 #include "harness/serve/batch_plan.h"
 #include "harness/serve/load.h"
@@ -79,11 +79,11 @@ std::pair<double, double> interleaved_turn(ModelService& sa, const std::vector<P
     const bool a_next = j == pb.size() || (i < pa.size() && (fa < fb || (fa == fb && a_first)));
     if (a_next) {
       secs_a += sa.run_batch(pa[i]);
-      da += static_cast<double>(pa[i].requests.size() * static_cast<size_t>(pa[i].padded_len));
+      da += static_cast<double>(padded_tokens(pa[i]));
       ++i;
     } else {
       secs_b += sb.run_batch(pb[j]);
-      db += static_cast<double>(pb[j].requests.size() * static_cast<size_t>(pb[j].padded_len));
+      db += static_cast<double>(padded_tokens(pb[j]));
       ++j;
     }
   }
