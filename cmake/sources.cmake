@@ -70,6 +70,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/compare_plots.cpp
   reports/bisect_console.cpp
   reports/serve_text.cpp
+  reports/serve_html.cpp
   harness/compare/comparison_stats.cpp
   harness/compare/envelope.cpp
   harness/compare/probe_check.cpp

@@ -13,10 +13,6 @@
 namespace lockstep {
 namespace fs = std::filesystem;
 
-namespace {
-
-// Records one entry in the history database the flag names (history::resolve_path); `record`
-// returns "" or why it could not.
 void record_in_history(const std::string& history_flag, const char* what,
                        const std::function<std::string(const fs::path& db)>& record) {
   const auto db = history::resolve_path(history_flag);
@@ -25,8 +21,6 @@ void record_in_history(const std::string& history_flag, const char* what,
     std::cerr << "lockstep: warning: " << what << " not recorded in " << db.string() << ": " << err
               << "\n";
 }
-
-}  // namespace
 
 int finish_run(const RunRequest& req, const config::Config& cfg, const fs::path& out,
                const RunSummary& summary, const std::vector<StepRecord>& records,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@
 #include "harness/vocab/records.h"
 
 namespace lockstep {
+
+// Records one entry in the history database the flag names (history::resolve_path); `record`
+// returns "" or why it could not, which becomes a one-line warning on stderr (never an error).
+void record_in_history(const std::string& history_flag, const char* what,
+                       const std::function<std::string(const std::filesystem::path& db)>& record);
 
 // A finished run on rank 0, its summary written: recorded in the history (unless --no-history),
 // --export-losses written, the summary printed; the exit code from its status. `who` names the

@@ -19,11 +19,12 @@ std::string cell(const serve::Quantile& q) {
 
 }  // namespace
 
-std::string serve_table(const std::vector<serve::Figures>& figures, bool markdown) {
-  std::string out;
-  const char* head[] = {"lane", "requests", "served/s", "tokens/s", "padding", "P50 ms", "P99 ms",
-                        "P99 95% CI", "P99.9 ms", "queue P99", "service P99", "batch",
-                        "within SLO", "goodput/s"};
+std::vector<std::string> serve_table_header() {
+  return {"lane",     "requests",  "served/s",    "tokens/s", "padding",    "P50 ms",    "P99 ms",
+          "P99 95% CI", "P99.9 ms", "queue P99", "service P99", "batch", "within SLO", "goodput/s"};
+}
+
+std::vector<std::vector<std::string>> serve_table_rows(const std::vector<serve::Figures>& figures) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& f : figures) {
     char b[14][64];
@@ -47,8 +48,15 @@ std::string serve_table(const std::vector<serve::Figures>& figures, bool markdow
     std::snprintf(b[13], 64, "%.1f", f.goodput_rps);
     rows.emplace_back(std::begin(b), std::end(b));
   }
+  return rows;
+}
+
+std::string serve_table(const std::vector<serve::Figures>& figures, bool markdown) {
+  std::string out;
+  const auto head = serve_table_header();
+  const auto rows = serve_table_rows(figures);
   if (markdown) {
-    for (const char* h : head) out += std::string("| ") + h + " ";
+    for (const auto& h : head) out += "| " + h + " ";
     out += "|\n";
     for (size_t i = 0; i < 14; ++i) out += "|---";
     out += "|\n";
@@ -60,7 +68,7 @@ std::string serve_table(const std::vector<serve::Figures>& figures, bool markdow
   }
   std::vector<size_t> w(14);
   for (size_t i = 0; i < 14; ++i) {
-    w[i] = std::string(head[i]).size();
+    w[i] = head[i].size();
     for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
   }
   auto line = [&](const std::vector<std::string>& r) {
@@ -70,7 +78,7 @@ std::string serve_table(const std::vector<serve::Figures>& figures, bool markdow
            std::string(i ? 0 : w[i] - r[i].size(), ' ');
     return s + "\n";
   };
-  out += line(std::vector<std::string>(std::begin(head), std::end(head)));
+  out += line(head);
   for (const auto& r : rows) out += line(r);
   return out;
 }

@@ -14,6 +14,9 @@ namespace lockstep::reports {
 // One row per lane ("all" first): requests, throughput, padding, P50/P99/P99.9 (with P99's CI),
 // queue wait vs service, batch, SLO attainment, goodput. Markdown when `markdown`.
 std::string serve_table(const std::vector<serve::Figures>& figures, bool markdown);
+// Its header and rows as text cells (what serve_table lays out; report.html too).
+std::vector<std::string> serve_table_header();
+std::vector<std::vector<std::string>> serve_table_rows(const std::vector<serve::Figures>& figures);
 
 // The comparison: verdict, checks, both arms' tables, where the tail came from.
 std::string serve_compare_markdown(const std::vector<serve::ServeCheck>& checks, bool passed,

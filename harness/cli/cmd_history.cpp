@@ -25,13 +25,20 @@ std::string opt_value(const std::optional<double>& v, const std::string& metric)
 }
 
 std::string metrics_of(const history::Entry& e) {
+  auto pct = [](const std::optional<double>& v) {
+    return v ? reports::history_text::format_pct(*v) : std::string("n/a");
+  };
+  if (e.workload == "serve")  // a serving run or comparison: requests, not steps
+    return e.kind == "run" ? "serve: tokens/s " + opt_value(e.tokens_per_sec, "tokens_per_sec") +
+                                 ", P99 request " + opt_value(e.p99_ms, "p99_ms")
+                           : "serve vs " + e.baseline_name + ": service speed " +
+                                 pct(e.tokens_per_sec_pct) + ", P99 request " +
+                                 pct(e.p99_ms_pct) + " (exit " + std::to_string(e.exit_code) +
+                                 ")";
   if (e.kind == "run")
     return "tokens/s " + opt_value(e.tokens_per_sec, "tokens_per_sec") + ", MFU " +
            opt_value(e.mfu, "mfu") + ", P99 " + opt_value(e.p99_ms, "p99_ms") + ", loss " +
            opt_value(e.final_loss, "final_loss");
-  auto pct = [](const std::optional<double>& v) {
-    return v ? reports::history_text::format_pct(*v) : std::string("n/a");
-  };
   return "vs " + e.baseline_name + ": tokens/s " + pct(e.tokens_per_sec_pct) + ", P99 " +
          pct(e.p99_ms_pct) + " (exit " + std::to_string(e.exit_code) + ")";
 }

@@ -6,6 +6,7 @@
 // and `lockstep compare` on two serving configs (compare_serving below): windows in turns,
 // matched pairs, report.json + report.md in --out. Exit 0 pass, 1 a check failed, 2 bad input.
 #include <algorithm>
+#include <cmath>
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
@@ -15,10 +16,14 @@
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
 #include "harness/config/config.h"
+#include "harness/finish.h"
+#include "harness/history/store.h"
 #include "harness/serve/model/capacity.h"
 #include "harness/serve/model/serve_arms.h"
 #include "harness/serve/serve_json.h"
+#include "harness/train/trainer.h"
 #include "harness/util/exit_codes.h"
+#include "reports/serve_html.h"
 #include "reports/serve_text.h"
 
 namespace lockstep::cli {
@@ -84,10 +89,71 @@ ordered_json speed_json(const serve::SpeedTurns& t) {
                                    {"seconds", t.variant_s}}}};
 }
 
-serve::TailOrigin tail_of(const serve::ArmResult& a) {
+std::vector<std::vector<serve::Outcome>> outcomes_of(const serve::ArmResult& a) {
   std::vector<std::vector<serve::Outcome>> all;
   for (const auto& w : a.windows) all.push_back(w.window.outcomes);
-  return serve::tail_origin(a.cfg, all);
+  return all;
+}
+
+serve::TailOrigin tail_of(const serve::ArmResult& a) {
+  return serve::tail_origin(a.cfg, outcomes_of(a));
+}
+
+reports::ServeHtmlArm html_arm(const serve::ArmResult& a) {
+  const auto all = outcomes_of(a);
+  return {a.label, a.config_path, a.pooled, serve::tail_origin(a.cfg, all),
+          serve::latencies_ms(all), serve::p99_by_offered_load(a.cfg, all)};
+}
+
+std::map<std::string, std::string> serve_environment(const config::Config& cfg) {
+  return train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), 1);
+}
+
+std::optional<double> finite(double x) {
+  return std::isfinite(x) ? std::optional<double>(x) : std::nullopt;
+}
+
+// `lockstep serve` in the history: a runs row with workload "serve" (the all-lanes figures).
+history::ServeRunRecord serve_record(const config::Config& cfg, const serve::ArmResult& a,
+                                     const ordered_json& arm, const std::string& json_file) {
+  history::ServeRunRecord r;
+  r.env = serve_environment(cfg);
+  r.name = cfg.str("run.name");
+  r.config_hash = a.config_hash;
+  r.config_toml = cfg.to_toml();
+  r.out_dir = json_file.empty() ? "" : fs::absolute(json_file).string();
+  const auto& all = a.pooled.front();
+  r.requests = all.offered;
+  r.tokens_per_sec = finite(all.tokens_per_s);
+  r.p50_ms = finite(all.p50.ms);
+  r.p99_ms = finite(all.p99.ms);  // unserved requests in the P99: NULL, they are infinitely late
+  r.summary = arm;
+  return r;
+}
+
+// A serving comparison in the history: a compares row with mode "serve".
+history::ServeCompareRecord serve_compare_record(const config::Config& a, const config::Config& b,
+                                                 const serve::ServeComparison& r, bool passed,
+                                                 const ordered_json& report,
+                                                 const std::string& out_dir,
+                                                 const std::vector<std::string>& files) {
+  history::ServeCompareRecord h;
+  h.env = serve_environment(b);
+  h.baseline_name = a.str("run.name");
+  h.baseline_hash = r.baseline.config_hash;
+  h.variant_name = b.str("run.name");
+  h.variant_hash = r.variant.config_hash;
+  h.out_dir = fs::absolute(out_dir).string();
+  h.passed = passed;
+  h.exit_code = passed ? kExitPass : kExitGateFailed;
+  for (const auto& c : r.checks) {
+    h.checks.push_back({{"name", c.name}, {"passed", c.verdict != "fail"}, {"detail", c.detail}});
+    if (c.name == "throughput") h.throughput_pct = finite(c.value_pct);
+    if (c.name == "p99 latency") h.p99_pct = finite(c.value_pct);
+  }
+  h.result = report;
+  for (const auto& f : files) h.reports.push_back(fs::absolute(f).string());
+  return h;
 }
 
 }  // namespace
@@ -95,7 +161,8 @@ serve::TailOrigin tail_of(const serve::ArmResult& a) {
 std::optional<int> compare_serving(const std::string& baseline, const std::string& variant,
                                    const std::vector<std::string>& bsets,
                                    const std::vector<std::string>& vsets, int64_t repeats,
-                                   const std::string& out_dir) {
+                                   const std::string& out_dir, const std::string& history_db,
+                                   bool record) {
   const auto a = config::Config::load(baseline, bsets);
   const auto b = config::Config::load(variant, vsets);
   const bool sa = serve::serving_enabled(a), sb = serve::serving_enabled(b);
@@ -131,22 +198,33 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
                  {"baseline", arm_json(r.baseline)},
                  {"variant", arm_json(r.variant)},
                  {"wall_seconds", r.wall_s}};
-  write_json((fs::path(out_dir) / "report.json").string(), j);
+  const auto json_file = fs::path(out_dir) / "report.json", md_file = fs::path(out_dir) / "report.md",
+             html_file = fs::path(out_dir) / "report.html";
+  write_json(json_file.string(), j);
   const std::string md = reports::serve_compare_markdown(
       r.checks, passed, r.baseline.pooled, r.variant.pooled, tail_of(r.baseline),
       tail_of(r.variant), windows);
-  std::ofstream(fs::path(out_dir) / "report.md") << md;
+  std::ofstream(md_file) << md;
+  std::ofstream(html_file) << reports::serve_compare_html(
+      {r.checks, passed, windows, r.baseline.cfg.slo_ms, html_arm(r.baseline), html_arm(r.variant)});
   std::cout << md;
   std::cerr << "serve: report in " << out_dir << "\n";
+  if (record)
+    record_in_history(history_db, "comparison", [&](const fs::path& db) {
+      return history::try_record_serve_compare(
+          db, serve_compare_record(a, b, r, passed, j, out_dir,
+                                   {json_file.string(), md_file.string(), html_file.string()}));
+    });
   return passed ? kExitPass : kExitGateFailed;
 }
 
 void add_serve_commands(CLI::App& app, Action& action) {
   struct Opts {
-    std::string config, json;
+    std::string config, json, history;
     std::vector<std::string> sets;
     int64_t windows = 1, searches = 3;
     double slo_ms = 0;
+    bool no_history = false;
   };
   auto o = std::make_shared<Opts>();
   auto* serve = app.add_subcommand(
@@ -157,13 +235,22 @@ void add_serve_commands(CLI::App& app, Action& action) {
   serve->add_option("--windows", o->windows, "windows of serve.duration_s, pooled (default 1)")
       ->check(positive_integer());
   serve->add_option("--json", o->json, "also write the figures as JSON to this file");
+  serve->add_option("--history", o->history,
+                    "history database to record the run in (default: $LOCKSTEP_HISTORY, else "
+                    "runs/history.sqlite)");
+  serve->add_flag("--no-history", o->no_history, "do not record this run in the history database");
   serve->callback([&action, o] {
     action = [o] {
       const auto cfg = load_serving(o->config, o->sets);
       const auto r = serve::serve_one(cfg, "serve", static_cast<int>(o->windows), std::cerr);
       std::cout << reports::serve_table(r.pooled, false);
       std::cout << "tail: " << tail_of(r).sentence << "\n";
-      write_json(o->json, arm_json(r));
+      const auto arm = arm_json(r);
+      write_json(o->json, arm);
+      if (!o->no_history)
+        record_in_history(o->history, "run", [&](const fs::path& db) {
+          return history::try_record_serve_run(db, serve_record(cfg, r, arm, o->json));
+        });
       return kExitPass;
     };
   });

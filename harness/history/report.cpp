@@ -59,6 +59,7 @@ void judge(Series& s, const ReportOptions& opt) {
     if (info.speed) {
       for (const auto& c : detect_changes(m.value, commits, info.better, opt.changepoint)) {
         Flag f;
+        f.workload = s.workload;
         f.kind = "speed";
         f.metric = key;
         f.index = m.index[c.index];
@@ -77,6 +78,7 @@ void judge(Series& s, const ReportOptions& opt) {
     } else {
       for (const auto& d : detect_loss_drift(m.value, commits, hashes, opt.loss_tolerance)) {
         Flag f;
+        f.workload = s.workload;
         f.kind = "loss drift";
         f.metric = key;
         f.index = m.index[d.index];
@@ -119,6 +121,11 @@ const MetricInfo& metric_info(const std::string& key) {
                               "' (known: tokens_per_sec, mfu, p99_ms, final_loss)");
 }
 
+std::string metric_label(const std::string& key, const std::string& workload) {
+  if (key == "p99_ms" && workload == "serve") return "P99 request ms";
+  return metric_info(key).label;
+}
+
 Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions& opt,
                     const std::string& history_path) {
   Report r;
@@ -142,6 +149,7 @@ Report build_report(const std::vector<SeriesPoint>& points, const ReportOptions&
       s.config_hash = p.config_hash;
       s.host = p.host;
       s.device = p.device;
+      s.workload = p.workload;
       r.series.push_back(std::move(s));
     }
     r.series[it->second].points.push_back(p);

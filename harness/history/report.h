@@ -24,6 +24,9 @@ struct MetricInfo {
 const std::vector<MetricInfo>& metric_infos();  // in report order
 const MetricInfo& metric_info(
     const std::string& key);  // throws std::invalid_argument listing the keys
+// The metric's label in a series of `workload` ("train" | "serve"): a serving series' P99 is
+// request latency, not step latency.
+std::string metric_label(const std::string& key, const std::string& workload);
 
 struct ReportOptions {
   std::string config;                // only this config name ("" = all)
@@ -35,8 +38,9 @@ struct ReportOptions {
 
 // One flagged point: a speed change or a loss drift.
 struct Flag {
-  std::string kind;    // "speed" | "loss drift"
-  std::string metric;  // metric key
+  std::string kind;      // "speed" | "loss drift"
+  std::string metric;    // metric key
+  std::string workload;  // the series' ("train" | "serve")
   size_t index = 0;    // into Series::points
   std::string commit, previous_commit, recorded_at;
   double before = 0, after = 0;                 // segment medians (speed) or the two losses (drift)
@@ -59,6 +63,7 @@ struct MetricSeries {
 // experiment, not a regression of the code.
 struct Series {
   std::string config_name, config_hash, host, device;
+  std::string workload = "train";  // "serve": requests, not steps (SeriesPoint::workload)
   std::vector<SeriesPoint> points;
   std::vector<std::string> window_commits;  // the last `window` distinct commits
   std::vector<MetricSeries> metrics;

@@ -63,6 +63,12 @@ ALTER TABLE compares ADD COLUMN loss_reference TEXT NOT NULL DEFAULT 'baseline r
 CREATE INDEX entries_series ON entries(kind, config_name, host, recorded_at);
 CREATE INDEX entries_reference ON entries(kind, config_hash, host, recorded_at);
 )sql",
+      // 3: serving runs (`lockstep serve`) beside training runs: requests in place of steps,
+      // request latency in place of step latency, no loss. (A serving comparison is a compares
+      // row with mode 'serve'.)
+      R"sql(
+ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT 'train';
+)sql",
   };
   return m;
 }
@@ -76,7 +82,7 @@ int user_version(sql::Db& db) {
 
 void migrate(sql::Db& db, int target) {
   const int latest = static_cast<int>(migrations().size());
-  static_assert(kSchemaVersion == 2,
+  static_assert(kSchemaVersion == 3,
                 "add the migration to migrations() when bumping kSchemaVersion");
   if (target < 0) target = latest;
   auto newer = [&](int v) {

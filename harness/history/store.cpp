@@ -221,13 +221,53 @@ int64_t Store::record_compare(const compare::CompareResult& r,
   return id;
 }
 
+int64_t Store::record_serve_run(const ServeRunRecord& r, const RecordOptions& opt) {
+  int64_t id = 0;
+  const auto replace = nlohmann::json::error_handler_t::replace;
+  db_->write_transaction([&] {
+    id = insert_entry(*db_, "run", opt.recorded_at, r.env, r.name, r.config_hash, r.status);
+    sql::Stmt st(*db_,
+                 "INSERT INTO runs(entry_id, config_toml, steps, final_loss, tokens_per_sec, mfu, "
+                 "p50_ms, p99_ms, peak_memory_bytes, summary, loss_curve, run_dir, workload)"
+                 " VALUES(?,?,?,NULL,?,NULL,?,?,NULL,?,'[]',?,'serve')");
+    st.bind(1, id).bind(2, r.config_toml).bind(3, r.requests).bind(4, r.tokens_per_sec);
+    st.bind(5, r.p50_ms).bind(6, r.p99_ms).bind(7, r.summary.dump(-1, ' ', false, replace));
+    st.bind(8, r.out_dir);
+    st.run();
+  });
+  return id;
+}
+
+int64_t Store::record_serve_compare(const ServeCompareRecord& r, const RecordOptions& opt) {
+  int64_t id = 0;
+  const auto replace = nlohmann::json::error_handler_t::replace;
+  db_->write_transaction([&] {
+    id = insert_entry(*db_, "compare", opt.recorded_at, r.env, r.variant_name, r.variant_hash,
+                      r.passed ? "pass" : "fail");
+    sql::Stmt st(*db_,
+                 "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, "
+                 "variant_hash, mode, exit_code, tokens_per_sec_pct, mfu_pts, p99_ms_pct, checks,"
+                 " result, reports, out_dir, loss_reference)"
+                 " VALUES(?,?,?,?,?,'serve',?,?,NULL,?,?,?,?,?,'baseline run')");
+    st.bind(1, id).bind(2, r.baseline_name).bind(3, r.baseline_hash).bind(4, r.variant_name);
+    st.bind(5, r.variant_hash).bind(6, r.exit_code).bind(7, r.throughput_pct).bind(8, r.p99_pct);
+    st.bind(9, r.checks.dump(-1, ' ', false, replace))
+        .bind(10, r.result.dump(-1, ' ', false, replace));
+    st.bind(11, nlohmann::json(r.reports).dump(-1, ' ', false, replace)).bind(12, r.out_dir);
+    st.run();
+  });
+  return id;
+}
+
 std::vector<Entry> Store::list(int64_t limit) const {
   sql::Stmt st(
       *db_,
       "SELECT e.id, e.kind, e.recorded_at, e.git_commit, e.git_branch, e.config_name, "
       "e.config_hash, e.host, e.device,"
       " e.status, r.final_loss, r.tokens_per_sec, r.mfu, r.p99_ms, c.baseline_name, c.exit_code,"
-      " c.tokens_per_sec_pct, c.p99_ms_pct FROM entries e LEFT JOIN runs r ON r.entry_id = e.id"
+      " c.tokens_per_sec_pct, c.p99_ms_pct,"
+      " CASE WHEN r.workload = 'serve' OR c.mode = 'serve' THEN 'serve' ELSE 'train' END"
+      " FROM entries e LEFT JOIN runs r ON r.entry_id = e.id"
       " LEFT JOIN compares c ON c.entry_id = e.id ORDER BY e.recorded_at DESC, e.id DESC LIMIT ?");
   st.bind(1, limit > 0 ? limit : int64_t{-1});
   std::vector<Entry> out;
@@ -251,6 +291,7 @@ std::vector<Entry> Store::list(int64_t limit) const {
     e.exit_code = st.integer(15);
     e.tokens_per_sec_pct = st.real(16);
     e.p99_ms_pct = st.real(17);
+    e.workload = st.text(18);
     out.push_back(std::move(e));
   }
   return out;
@@ -280,7 +321,7 @@ std::vector<SeriesPoint> Store::series(const std::string& config_name) const {
   sql::Stmt st(*db_,
                "SELECT e.id, e.recorded_at, e.git_commit, e.git_branch, e.config_name, "
                "e.config_hash, e.host, e.device,"
-               " r.tokens_per_sec, r.p99_ms, r.final_loss, r.mfu FROM entries e JOIN runs r ON "
+               " r.tokens_per_sec, r.p99_ms, r.final_loss, r.mfu, r.workload FROM entries e JOIN runs r ON "
                "r.entry_id = e.id"
                " WHERE e.kind = 'run' AND e.status = 'ok' AND (?1 = '' OR e.config_name = ?1)"
                " ORDER BY e.recorded_at, e.id");
@@ -300,6 +341,7 @@ std::vector<SeriesPoint> Store::series(const std::string& config_name) const {
     p.p99_ms = st.real(9).value_or(NAN);
     p.final_loss = st.real(10).value_or(NAN);
     p.mfu = st.real(11);
+    p.workload = st.text(12);
     out.push_back(std::move(p));
   }
   return out;
@@ -310,7 +352,8 @@ std::optional<ReferenceCurve> Store::latest_loss_curve(const std::string& config
   sql::Stmt st(*db_,
                "SELECT e.id, e.git_commit, e.recorded_at, r.run_dir, r.loss_curve FROM entries e "
                "JOIN runs r ON r.entry_id = e.id"
-               " WHERE e.kind = 'run' AND e.status = 'ok' AND e.config_hash = ? AND e.host = ?"
+               " WHERE e.kind = 'run' AND r.workload = 'train' AND e.status = 'ok' AND"
+               " e.config_hash = ? AND e.host = ?"
                " ORDER BY e.recorded_at DESC, e.id DESC LIMIT 1");
   st.bind(1, config_hash).bind(2, host);
   if (!st.step()) return std::nullopt;
@@ -338,6 +381,24 @@ std::string try_record_compare(const fs::path& db, const compare::CompareResult&
                                const std::vector<std::string>& report_paths) {
   try {
     Store::open(db, true).record_compare(r, report_paths);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string try_record_serve_run(const fs::path& db, const ServeRunRecord& r) {
+  try {
+    Store::open(db, true).record_serve_run(r);
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string try_record_serve_compare(const fs::path& db, const ServeCompareRecord& r) {
+  try {
+    Store::open(db, true).record_serve_compare(r);
     return "";
   } catch (const std::exception& e) {
     return e.what();

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,7 +28,7 @@ class Db;
 }
 
 // The schema version this build writes (PRAGMA user_version).
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 // --history PATH if given, else $LOCKSTEP_HISTORY, else runs/history.sqlite (relative to the CWD).
 std::filesystem::path resolve_path(const std::string& flag);
@@ -40,7 +41,8 @@ struct MissingHistory : std::runtime_error {
 // One line of `history list`.
 struct Entry {
   int64_t id = 0;
-  std::string kind;  // "run" | "compare"
+  std::string kind;      // "run" | "compare"
+  std::string workload;  // "train" | "serve" (a serving run or comparison)
   std::string recorded_at, git_commit, git_branch, config_name, config_hash, host, device;
   std::string status;  // run: ok | nonfinite | failed | ...; compare: pass | fail
   // runs
@@ -55,6 +57,7 @@ struct Entry {
 struct SeriesPoint {
   int64_t id = 0;
   std::string recorded_at, git_commit, git_branch, config_name, config_hash, host, device;
+  std::string workload = "train";  // "serve": p99_ms is request latency, final_loss is NaN
   double tokens_per_sec = 0, p99_ms = 0, final_loss = 0;
   std::optional<double> mfu;
 };
@@ -64,6 +67,29 @@ struct ReferenceCurve {
   int64_t id = 0;
   std::string git_commit, recorded_at, run_dir;
   std::vector<double> curve;  // index 0 = step 1
+};
+
+// A serving run (`lockstep serve`), kept as a runs row with workload "serve": requests in place
+// of steps, request latency (all lanes) in place of step latency, no loss, no MFU.
+struct ServeRunRecord {
+  std::map<std::string, std::string> env;  // describe_environment(): commit, host, device, ...
+  std::string name, config_hash, config_toml, out_dir, status = "ok";
+  int64_t requests = 0;
+  std::optional<double> tokens_per_sec, p50_ms, p99_ms;
+  nlohmann::ordered_json summary;  // the arm's JSON (figures per lane, load, tail)
+};
+
+// A serving comparison, kept as a compares row with mode "serve": tokens_per_sec_pct holds the
+// service speed's change (the `throughput` check), p99_ms_pct the request P99's.
+struct ServeCompareRecord {
+  std::map<std::string, std::string> env;
+  std::string baseline_name, baseline_hash, variant_name, variant_hash, out_dir;
+  bool passed = false;
+  int64_t exit_code = 0;
+  std::optional<double> throughput_pct, p99_pct;
+  nlohmann::json checks = nlohmann::json::array();  // [{name, passed, detail}]
+  nlohmann::ordered_json result;                    // report.json
+  std::vector<std::string> reports;
 };
 
 struct RecordOptions {
@@ -88,6 +114,8 @@ class Store {
   int64_t record_compare(const compare::CompareResult& r,
                          const std::vector<std::string>& report_paths,
                          const RecordOptions& opt = {});
+  int64_t record_serve_run(const ServeRunRecord& r, const RecordOptions& opt = {});
+  int64_t record_serve_compare(const ServeCompareRecord& r, const RecordOptions& opt = {});
 
   std::vector<Entry> list(int64_t limit = 0) const;  // newest first; 0 = all
   int64_t count() const;
@@ -115,5 +143,9 @@ std::string try_record_run(const std::filesystem::path& db, const RunSummary& s,
 // Records a comparison; never throws. Returns "" or a one-line reason.
 std::string try_record_compare(const std::filesystem::path& db, const compare::CompareResult& r,
                                const std::vector<std::string>& report_paths);
+
+// The same for serving runs and comparisons; never throw.
+std::string try_record_serve_run(const std::filesystem::path& db, const ServeRunRecord& r);
+std::string try_record_serve_compare(const std::filesystem::path& db, const ServeCompareRecord& r);
 
 }  // namespace lockstep::history

@@ -53,10 +53,11 @@ ojson run_details(const sql::Db& db, int64_t id) {
   sql::Stmt st(db,
                "SELECT config_toml, steps, final_loss, tokens_per_sec, mfu, p50_ms, p99_ms, "
                "peak_memory_bytes, run_dir,"
-               " loss_curve, summary FROM runs WHERE entry_id = ?");
+               " loss_curve, summary, workload FROM runs WHERE entry_id = ?");
   st.bind(1, id);
   if (!st.step()) return nullptr;
-  return {{"config_toml", st.text(0)},
+  return {{"workload", st.text(11)},
+          {"config_toml", st.text(0)},
           {"steps", st.integer(1)},
           {"final_loss", real_or_null(st, 2)},
           {"tokens_per_sec", real_or_null(st, 3)},
@@ -143,7 +144,7 @@ std::string Store::export_csv() const {
                "e.config_hash, e.host,"
                " e.device, e.libtorch, e.threads, e.world_size, e.status, r.steps, r.final_loss, "
                "r.tokens_per_sec, r.mfu,"
-               " r.p50_ms, r.p99_ms, r.peak_memory_bytes, r.run_dir, c.baseline_name, "
+               " r.p50_ms, r.p99_ms, r.peak_memory_bytes, r.run_dir, r.workload, c.baseline_name, "
                "c.variant_name, c.mode, c.exit_code,"
                " c.tokens_per_sec_pct, c.mfu_pts, c.p99_ms_pct, c.loss_reference, c.out_dir"
                " FROM entries e LEFT JOIN runs r ON r.entry_id = e.id LEFT JOIN compares c ON "

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+
+#include "harness/serve/load.h"
 
 namespace lockstep::serve {
 namespace {
@@ -65,6 +68,27 @@ Figures one(const ServeConfig& cfg, const std::string& name, int lane,
 }
 
 }  // namespace
+
+std::vector<double> latencies_ms(const std::vector<std::vector<Outcome>>& windows) {
+  std::vector<double> ms;
+  for (const auto& w : windows)
+    for (const auto& o : w) ms.push_back(o.fate == Fate::Served ? o.latency_s * 1e3 : kInf);
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+std::vector<LoadPoint> p99_by_offered_load(const ServeConfig& cfg,
+                                           const std::vector<std::vector<Outcome>>& windows) {
+  std::map<double, std::vector<double>> by_rate;
+  for (const auto& w : windows)
+    for (const auto& o : w)
+      by_rate[rate_at(cfg, o.scheduled_s)].push_back(o.fate == Fate::Served ? o.latency_s * 1e3
+                                                                            : kInf);
+  std::vector<LoadPoint> out;
+  for (auto& [rate, ms] : by_rate)
+    out.push_back({rate, static_cast<int64_t>(ms.size()), latency_quantile(std::move(ms), 0.99)});
+  return out;
+}
 
 Quantile latency_quantile(std::vector<double> ms, double q) {
   Quantile out;

@@ -48,6 +48,21 @@ struct TailOrigin {
 TailOrigin tail_origin(const ServeConfig& cfg, const std::vector<std::vector<Outcome>>& windows);
 
 Quantile latency_quantile(std::vector<double> latencies_ms, double q);
+
+// Every offered request's latency in ms, ascending, over all windows: unserved and rejected
+// requests as +inf (infinitely late: the latency CDF of the reports never reaches 1 with them).
+std::vector<double> latencies_ms(const std::vector<std::vector<Outcome>>& windows);
+
+// P99 latency by the offered rate at each request's scheduled arrival (rate_at: off-peak, peak;
+// a trace has one rate), pooled over windows: the points of the reports' P99-vs-offered-load
+// curve, ascending by rate.
+struct LoadPoint {
+  double rate_rps = 0;
+  int64_t requests = 0;
+  Quantile p99;
+};
+std::vector<LoadPoint> p99_by_offered_load(const ServeConfig& cfg,
+                                           const std::vector<std::vector<Outcome>>& windows);
 // "all" first, then one per lane in the config's order.
 std::vector<Figures> window_figures(const ServeConfig& cfg, const std::vector<Outcome>& outcomes,
                                     double duration_s);

@@ -14,7 +14,7 @@ namespace lockstep::reports {
 namespace {
 
 using history::Flag;
-using history::metric_info;
+using history::metric_label;
 using history::MetricSeries;
 using history::Report;
 using history::ReportOptions;
@@ -70,7 +70,7 @@ void speed_table(std::ostream& o, const Series& s) {
     o << "<tr>"
       << td(std::string("<span class=\"pill ") +
             (f.regression ? "regression\">regression" : "improvement\">improvement") + "</span>")
-      << td(html_escape(metric_info(f.metric).label))
+      << td(html_escape(metric_label(f.metric, f.workload)))
       << td(commit(f.commit) + " <span class=\"muted\">after " + commit(f.previous_commit) +
             "</span>")
       << td(html_escape(short_time(f.recorded_at)))
@@ -126,7 +126,7 @@ void series_section(std::ostream& o, const Series& s, size_t n, const ReportOpti
   for (const auto& m : s.metrics) {
     size_t flagged = 0;
     for (const auto& f : s.flags) flagged += f.metric == m.metric;
-    o << "<tr>" << td(html_escape(metric_info(m.metric).label))
+    o << "<tr>" << td(html_escape(metric_label(m.metric, s.workload)))
       << td(m.value.empty() ? "n/a" : html_escape(format_value(m.metric, m.value.front())), true)
       << td(m.value.empty() ? "n/a" : html_escape(format_value(m.metric, m.value.back())), true)
       << td(flagged ? std::to_string(flagged) : "<span class=\"muted\">none</span>") << "</tr>\n";
@@ -140,7 +140,7 @@ void series_section(std::ostream& o, const Series& s, size_t n, const ReportOpti
   if (!speed && !drift) o << "<p>" << (few.empty() ? "No change flagged." : html_escape(few)) << "</p>\n";
   o << "<div class=\"plots\">";
   for (const auto& m : s.metrics)
-    o << figure(metric_info(m.metric).label + " by commit, oldest to newest",
+    o << figure(metric_label(m.metric, s.workload) + " by commit, oldest to newest",
                 trend_plot(s, m, "s" + std::to_string(n) + "-" + m.metric));
   o << "</div>\n<p class=\"legend\">Markers: <b class=\"r\">▼ regression</b> and <b class=\"i\">▲ "
        "improvement</b> at the first run after "

@@ -68,6 +68,7 @@ std::string HistoryJsonReporter::render(const history::Report& r) const {
                       {"config_hash", s.config_hash},
                       {"host", s.host},
                       {"device", s.device},
+                      {"workload", s.workload},
                       {"runs", s.points.size()},
                       {"too_few_runs", too_few_runs(s, r.options)},  // "" when judged
                       {"window_commits", s.window_commits},

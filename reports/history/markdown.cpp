@@ -12,7 +12,7 @@ namespace lockstep::reports {
 namespace {
 
 using history::Flag;
-using history::metric_info;
+using history::metric_label;
 using history::Series;
 using history_text::format_pct;
 using history_text::too_few_runs;
@@ -59,7 +59,7 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
     for (const auto& m : s.metrics) {
       size_t n = 0;
       for (const auto& f : s.flags) n += f.metric == m.metric;
-      o << markdown_row({metric_info(m.metric).label,
+      o << markdown_row({metric_label(m.metric, s.workload),
                          m.value.empty() ? "n/a" : format_value(m.metric, m.value.back()),
                          n ? std::to_string(n) : "none"});
     }
@@ -73,7 +73,7 @@ std::string HistoryMarkdownReporter::render(const history::Report& r) const {
       for (const auto& f : s.flags) {
         if (f.kind != "speed") continue;
         o << markdown_row(
-            {f.regression ? "🔻 regression" : "🟢 improvement", metric_info(f.metric).label,
+            {f.regression ? "🔻 regression" : "🟢 improvement", metric_label(f.metric, f.workload),
              commit_cell(f.commit), "**" + format_pct(f.size_pct) + "**",
              f.ci_lo && f.ci_hi ? "[" + format_pct(*f.ci_lo) + ", " + format_pct(*f.ci_hi) + "]"
                                 : "-",

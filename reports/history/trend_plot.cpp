@@ -12,10 +12,10 @@
 namespace lockstep::reports {
 
 Plot trend_plot(const history::Series& s, const history::MetricSeries& m, const std::string& id) {
-  const history::MetricInfo& info = history::metric_info(m.metric);
+  const std::string metric_label = history::metric_label(m.metric, s.workload);
   if (m.value.empty()) return {"", "no run recorded a value"};
   const double scale = m.metric == "mfu" ? 100.0 : 1.0;  // MFU in percent
-  const std::string ylabel = m.metric == "mfu" ? "MFU (%)" : info.label;
+  const std::string ylabel = m.metric == "mfu" ? "MFU (%)" : metric_label;
   std::map<std::string, std::string> data;
   std::string body =
       "set ylabel " + gnuplot_quote(ylabel) +
@@ -97,7 +97,7 @@ Plot trend_plot(const history::Series& s, const history::MetricSeries& m, const 
 
   std::string plot =
       "plot 'values.dat' using 1:2 with linespoints pt 7 ps 0.7 lw 1.5 lc rgb '#1f77b4' title " +
-      gnuplot_quote(info.label);
+      gnuplot_quote(metric_label);
   auto add = [&](const std::string& file, const std::string& content, const std::string& style,
                  const std::string& title) {
     if (content.empty()) return;
@@ -109,7 +109,7 @@ Plot trend_plot(const history::Series& s, const history::MetricSeries& m, const 
   add("improvements.dat", imp, "with points pt 9 ps 2.2 lc rgb '#2b8a3e'", "improvement");
   add("drift.dat", drift, "with points pt 13 ps 2.2 lc rgb '#7048e8'", "loss drift");
   return run_gnuplot(body + plot, data, id,
-                     info.label + " over commits: " + s.config_name + " on " + s.host);
+                     metric_label + " over commits: " + s.config_name + " on " + s.host);
 }
 
 }  // namespace lockstep::reports

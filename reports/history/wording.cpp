@@ -29,7 +29,7 @@ std::string short_time(const std::string& recorded_at) {
 }
 
 std::string describe(const history::Flag& f) {
-  const std::string label = history::metric_info(f.metric).label;
+  const std::string label = history::metric_label(f.metric, f.workload);
   std::string s;
   if (f.kind == "speed") {
     s = label + " " + format_pct(f.size_pct);

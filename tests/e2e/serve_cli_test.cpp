@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "cli_util.h"
 
@@ -26,7 +27,9 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 TEST(ServeCli, TheSameSeedGivesTheSameTraceAndBitwiseEqualScores) {
   TempDir tmp;
   for (const char* name : {"a.json", "b.json"}) {
-    auto r = run_lockstep(with({"serve", "configs/serve/two_lanes.toml", "--json", tmp / name}, kShort),
+    auto r = run_lockstep(with({"serve", "configs/serve/two_lanes.toml", "--json", tmp / name,
+                                "--history", tmp / "h.sqlite"},
+                               kShort),
                           tmp.path(), 300);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("P99 ms"), std::string::npos) << r.output;
@@ -46,11 +49,23 @@ TEST(ServeCli, TheSameSeedGivesTheSameTraceAndBitwiseEqualScores) {
   for (const char* q : {"p50", "p90", "p99", "p99.9"}) EXPECT_TRUE(all["latency_ms"].contains(q));
   // A different seed: different requests, different scores.
   auto r = run_lockstep(with({"serve", "configs/serve/two_lanes.toml", "--set", "run.seed=99",
-                              "--json", tmp / "c.json"},
+                              "--json", tmp / "c.json", "--history", tmp / "h.sqlite"},
                              kShort),
                         tmp.path(), 300);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(read_json(tmp / "c.json")["scores"], a["scores"]);
+  // Each `serve` was recorded in the history database as a serving run: requests offered in
+  // place of steps, request P99, no loss.
+  r = run_lockstep({"history", "list", "--history", tmp / "h.sqlite"}, tmp.path(), 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 of 3 entries"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("serve: tokens/s"), std::string::npos) << r.output;
+  r = run_lockstep({"history", "show", "1", "--history", tmp / "h.sqlite"}, tmp.path(), 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto shown = nlohmann::json::parse(r.output);
+  EXPECT_EQ(shown["run"]["workload"], "serve");
+  EXPECT_EQ(shown["run"]["steps"], a["figures"][0]["offered"]);
+  EXPECT_EQ(shown["config_name"], "serve-two-lanes");
 }
 
 TEST(ServeCli, ABadServingConfigIsOneLineAndExit2) {
@@ -85,10 +100,10 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
                                       "serve.duration_s=1.0", "--set-baseline",
                                       "serve.peak_duration_s=0.5", "--set-variant",
                                       "serve.peak_duration_s=0.5", "--set-baseline", "serve.drain_s=1.0",
-                                      "--set-variant", "serve.drain_s=1.0", "--no-history",
-                                      "--repeats", "3"};
+                                      "--set-variant", "serve.drain_s=1.0", "--repeats", "3"};
   auto r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
-                              "--set-variant", "faults.logit_scale_drift=0.5", "--out", tmp / "math"},
+                              "--set-variant", "faults.logit_scale_drift=0.5", "--out", tmp / "math",
+                              "--no-history"},
                              both),
                         tmp.path(), 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -102,7 +117,8 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
   EXPECT_TRUE(std::ifstream(tmp.path() / "math" / "report.md").good());
 
   r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
-                         "--set-variant", "faults.slowdown_pct=400", "--out", tmp / "slow"},
+                         "--set-variant", "faults.slowdown_pct=400", "--out", tmp / "slow",
+                         "--history", tmp / "h.sqlite"},
                         both),
                    tmp.path(), 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -111,6 +127,26 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
   EXPECT_EQ(rep["checks"][1]["verdict"], "fail") << rep["checks"].dump();
   EXPECT_LT(rep["checks"][1]["value"].get<double>(), -50);
   EXPECT_EQ(rep["checks"][3]["verdict"], "pass");  // the same model, only slower
+  // report.html: the latency CDF and the P99-vs-offered-load plot of both arms, the lane tables.
+  std::stringstream html;
+  html << std::ifstream(tmp.path() / "slow" / "report.html").rdbuf();
+  EXPECT_NE(html.str().find("Serving comparison: FAIL"), std::string::npos);
+  size_t svgs = 0;
+  for (size_t at = html.str().find("<svg"); at != std::string::npos;
+       at = html.str().find("<svg", at + 1))
+    ++svgs;
+  EXPECT_EQ(svgs, 2u) << html.str().substr(0, 2000);
+  // Recorded in the history as a serving comparison, its service speed change as the tokens/s.
+  r = run_lockstep({"history", "show", "1", "--history", tmp / "h.sqlite"}, tmp.path(), 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto shown = nlohmann::json::parse(r.output);
+  EXPECT_EQ(shown["kind"], "compare");
+  EXPECT_EQ(shown["status"], "fail");
+  EXPECT_EQ(shown["compare"]["mode"], "serve");
+  EXPECT_EQ(shown["compare"]["exit_code"], 1);
+  EXPECT_DOUBLE_EQ(shown["compare"]["tokens_per_sec_pct"].get<double>(),
+                   rep["checks"][1]["value"].get<double>());
+  EXPECT_EQ(shown["compare"]["result"]["kind"], "serve");
 
   // `diagnose` on the comparison: the 5x slower variant is far over capacity at the peak, its
   // tail queue wait (or never served); diagnosis.json lands beside report.json.

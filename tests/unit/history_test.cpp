@@ -99,7 +99,7 @@ TEST(HistoryStore, MigratesAVersion1DatabaseKeepingItsRows) {
         "'runs/x');");
   }
   auto store = history::Store::open(path, false);
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.schema_version(), history::kSchemaVersion);
   auto entries = store.list();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].kind, "compare");
@@ -191,6 +191,77 @@ TEST(HistoryStore, RecordsComparisonsWithVerdictChecksAndReports) {
   EXPECT_EQ(j["compare"]["loss_reference"], "history run #4 (commit abc)");
   EXPECT_EQ(j["compare"]["result"]["verdict"], r.verdict);
   EXPECT_EQ(j["compare"]["variant_hash"], "a71be2c9904d5f30");
+}
+
+// A serving run (`lockstep serve`) is a runs row with workload "serve", a serving comparison a
+// compares row with mode "serve": listed, shown, exported and trended beside training entries,
+// never taken as a loss reference, and its P99 labelled as request latency.
+TEST(HistoryStore, RecordsServingRunsAndComparisonsBesideTrainingOnes) {
+  TempDir tmp;
+  auto store = history::Store::open(tmp / "h.sqlite", true);
+  history::ServeRunRecord s;
+  s.env = {{"git_commit", "abc123"}, {"host", "box"}, {"device", "cpu"}};
+  s.name = "serve-baseline";
+  s.config_hash = "feedfacefeedface";
+  s.config_toml = "[serve]\nrate_rps = 120.0\n";
+  s.requests = 1212;
+  s.tokens_per_sec = 6268.5;
+  s.p50_ms = 9.3;
+  s.p99_ms = 58.5;
+  s.summary = {{"figures", nlohmann::json::array({{{"lane", "all"}}})}};
+  const int64_t run_id = store.record_serve_run(s, {"2026-12-05T10:00:00.000Z"});
+  history::ServeCompareRecord c;
+  c.env = s.env;
+  c.baseline_name = "serve-baseline";
+  c.baseline_hash = "feedfacefeedface";
+  c.variant_name = "serve-two-lanes";
+  c.variant_hash = "0123456789abcdef";
+  c.passed = false;
+  c.exit_code = 1;
+  c.throughput_pct = -4.5;
+  c.p99_pct = 12.0;
+  c.checks.push_back({{"name", "p99 latency"}, {"passed", false}, {"detail", "worse"}});
+  c.result = {{"kind", "serve"}};
+  c.reports = {"/out/report.json"};
+  c.out_dir = "/out";
+  const int64_t cmp_id = store.record_serve_compare(c, {"2026-12-05T11:00:00.000Z"});
+
+  const auto list = store.list();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].id, cmp_id);
+  EXPECT_EQ(list[0].kind, "compare");
+  EXPECT_EQ(list[0].workload, "serve");
+  EXPECT_EQ(list[0].status, "fail");
+  EXPECT_EQ(list[0].exit_code, 1);
+  EXPECT_DOUBLE_EQ(*list[0].tokens_per_sec_pct, -4.5);
+  EXPECT_DOUBLE_EQ(*list[0].p99_ms_pct, 12.0);
+  EXPECT_EQ(list[1].kind, "run");
+  EXPECT_EQ(list[1].workload, "serve");
+  EXPECT_DOUBLE_EQ(*list[1].p99_ms, 58.5);
+  EXPECT_FALSE(list[1].final_loss);  // no loss in a service
+  const auto run = *store.show(run_id);
+  EXPECT_EQ(run["run"]["workload"], "serve");
+  EXPECT_EQ(run["run"]["steps"], 1212);  // requests offered
+  EXPECT_EQ(run["run"]["summary"]["figures"][0]["lane"], "all");
+  const auto cmp = *store.show(cmp_id);
+  EXPECT_EQ(cmp["compare"]["mode"], "serve");
+  EXPECT_EQ(cmp["compare"]["checks"][0]["name"], "p99 latency");
+  EXPECT_NE(store.export_csv().find(",serve,"), std::string::npos);
+  // Not a loss reference, even for its own config hash.
+  EXPECT_FALSE(store.latest_loss_curve("feedfacefeedface", "box"));
+  // A training run beside it keeps workload "train".
+  testing::SyntheticRun t;
+  testing::record(store, t, "");
+  EXPECT_EQ(store.list()[0].workload, "train");
+  // The trend report: the serving series is labelled as request latency.
+  const auto points = store.series("serve-baseline");
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].workload, "serve");
+  const auto rep = history::build_report(points, {});
+  ASSERT_EQ(rep.series.size(), 1u);
+  EXPECT_EQ(rep.series[0].workload, "serve");
+  EXPECT_EQ(history::metric_label("p99_ms", rep.series[0].workload), "P99 request ms");
+  EXPECT_EQ(history::metric_label("p99_ms", "train"), "P99 step ms");
 }
 
 TEST(HistoryStore, ExportsJsonAndCsvAndPrunesToTheNewest) {

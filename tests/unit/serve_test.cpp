@@ -258,6 +258,39 @@ TEST(Serve, AnUnservedRequestIsInfinitelyLateNeverDropped) {
   EXPECT_GT(q.hi_ms, 1980.0);
 }
 
+// The reports' curves: every offered request in the CDF (unserved ones as +inf, last), and the
+// P99 grouped by the offered rate when each request was due: off-peak and peak apart.
+TEST(Serve, TheLoadCurveGroupsRequestsByTheOfferedRateAtTheirArrival) {
+  auto cfg = one_lane(100, 3);
+  cfg.peak_multiplier = 3, cfg.peak_start_s = 1, cfg.peak_duration_s = 1;
+  std::vector<Outcome> w;
+  for (int i = 0; i < 300; ++i) {
+    Outcome o;
+    o.id = i;
+    o.scheduled_s = 3.0 * i / 300;
+    o.fate = Fate::Served;
+    const bool peak = o.scheduled_s >= 1 && o.scheduled_s < 2;
+    o.latency_s = (peak ? 0.100 : 0.010) + 1e-5 * i;
+    w.push_back(o);
+  }
+  w[250].fate = Fate::Unserved;  // off-peak, never served
+  const auto points = p99_by_offered_load(cfg, {w, w});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].rate_rps, 100.0);
+  EXPECT_EQ(points[0].requests, 400);  // 200 off-peak requests per window, two windows
+  EXPECT_EQ(points[1].rate_rps, 300.0);
+  EXPECT_EQ(points[1].requests, 200);
+  // Off-peak: 2 of 400 are unserved (1 per window): the P99 rank (396) is served; the largest
+  // served off-peak latency is request 299's.
+  EXPECT_NEAR(points[0].p99.ms, 10.0 + 1e-2 * 298, 1e-9);
+  EXPECT_NEAR(points[1].p99.ms, 100.0 + 1e-2 * 198, 1e-9);  // rank 198 of 200: request 198
+  const auto all = latencies_ms({w, w});
+  ASSERT_EQ(all.size(), 600u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_TRUE(std::isinf(all[598]) && std::isinf(all[599]));
+  EXPECT_TRUE(std::isfinite(all[597]));
+}
+
 std::vector<WindowStats> windows(std::vector<double> p99, double thr, double slo) {
   std::vector<WindowStats> out;
   for (double p : p99) out.push_back(WindowStats{p, thr, slo});
