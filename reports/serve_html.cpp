@@ -69,6 +69,10 @@ void lane_table(std::ostringstream& o, const ServeHtmlArm& a) {
   o << "</table>\n<p>Tail: " << html_escape(a.tail.sentence) << ".</p>\n";
 }
 
+bool judged_capacity(const ServeHtmlInput& in) {
+  return !in.baseline.capacity_probes.empty() || !in.variant.capacity_probes.empty();
+}
+
 }  // namespace
 
 Plot serve_cdf_plot(const ServeHtmlInput& in) {
@@ -100,31 +104,38 @@ Plot serve_cdf_plot(const ServeHtmlInput& in) {
 }
 
 Plot serve_load_plot(const ServeHtmlInput& in) {
+  const bool probes = judged_capacity(in);
   std::map<std::string, std::string> data;
-  std::string plot;
+  std::string plot, extra;
   double ymax = in.slo_ms;
   for (const auto* a : {&in.baseline, &in.variant}) {
+    const std::string color = a == &in.baseline ? kBaselineColor : kVariantColor;
     std::string d;
-    for (const auto& p : a->by_load)
+    for (const auto& p : probes ? a->capacity_probes : a->by_load)
       if (std::isfinite(p.p99.ms)) {
         d += gnuplot_number(p.rate_rps) + " " + gnuplot_number(p.p99.ms) + "\n";
         ymax = std::max(ymax, p.p99.ms);
       }
     if (d.empty()) continue;
     data[a->label + ".dat"] = d;
-    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + a->label +
-            ".dat' using 1:2 with linespoints lw 2 pt 7 ps 1.2 lc rgb '" +
-            (a == &in.baseline ? kBaselineColor : kVariantColor) + "' title " +
-            gnuplot_quote(a->label);
+    plot += std::string(plot.empty() ? "plot " : ", ") + "'" + a->label + ".dat' using 1:2 " +
+            (probes ? "with points pt 7 ps 1.0" : "with linespoints lw 2 pt 7 ps 1.2") +
+            " lc rgb '" + color + "' title " + gnuplot_quote(a->label);
+    if (probes && a->capacity_rps > 0)
+      extra += "set arrow from " + gnuplot_number(a->capacity_rps) + ", graph 0 to " +
+               gnuplot_number(a->capacity_rps) + ", graph 1 nohead dt 3 lw 1.5 lc rgb '" + color +
+               "'\n";
   }
   if (plot.empty()) return {"", "no P99 was served at any offered rate"};
+  ymax = std::min(ymax, 10 * std::max(in.slo_ms, 1.0));  // a runaway probe would flatten the rest
   if (in.slo_ms > 0)
     plot += ", " + gnuplot_number(in.slo_ms) + " with lines dt 2 lw 1.5 lc rgb '#c92a2a' title " +
             gnuplot_quote("SLO " + fmt("%g ms", in.slo_ms));
-  const std::string s = "set xlabel 'offered rate when the request arrived (requests/s)'\n"
-                        "set ylabel 'P99 latency (ms)'\nset yrange [0:" +
-                        gnuplot_number(ymax * 1.15) +
-                        "]\nset offsets graph 0.08, graph 0.08, 0, 0\nset key top left\nset grid\n";
+  const std::string s =
+      std::string("set xlabel '") +
+      (probes ? "steady offered rate (requests/s)" : "offered rate when the request arrived (requests/s)") +
+      "'\nset ylabel 'P99 latency (ms)'\nset yrange [0:" + gnuplot_number(ymax * 1.15) +
+      "]\nset offsets graph 0.08, graph 0.08, 0, 0\nset key top left\nset grid\n" + extra;
   return run_gnuplot(s + plot, data, "serve-load", "P99 latency against the offered load");
 }
 
@@ -157,12 +168,15 @@ std::string serve_compare_html(const ServeHtmlInput& in) {
     << figure("Request latency CDF (latency from the scheduled arrival: a stall counts in full; "
               "dotted: the 99% line)",
               serve_cdf_plot(in))
-    << figure("P99 by the offered rate at each request's arrival (off-peak and peak)",
+    << figure(judged_capacity(in)
+                  ? "P99 at steady offered rates: every capacity-search probe of both arms "
+                    "(dotted: each arm's capacity, the median over searches)"
+                  : "P99 by the offered rate at each request's arrival (off-peak and peak)",
               serve_load_plot(in))
     << "</div>\n<table><tr>" << th("arm") << th("offered rate", true) << th("requests", true)
     << th("P99", true) << "</tr>\n";
   for (const auto* a : {&in.baseline, &in.variant})
-    for (const auto& p : a->by_load)
+    for (const auto& p : judged_capacity(in) ? a->capacity_probes : a->by_load)
       o << "<tr>" << td(html_escape(a->label))
         << td(html_escape(fmt("%.1f req/s", p.rate_rps)), true)
         << td(std::to_string(p.requests), true)

@@ -20,6 +20,10 @@ struct ServeHtmlArm {
   serve::TailOrigin tail;
   std::vector<double> latencies_ms;         // every offered request, ascending; inf = not served
   std::vector<serve::LoadPoint> by_load;    // P99 by offered rate, ascending
+  // serve.throughput_check = "capacity": every capacity-search probe (P99 at a steady rate),
+  // ascending by rate, and the capacity (median over searches).
+  std::vector<serve::LoadPoint> capacity_probes = {};
+  double capacity_rps = 0;
 };
 
 struct ServeHtmlInput {
@@ -33,7 +37,8 @@ struct ServeHtmlInput {
 // The latency CDF of both arms (log x, the SLO as a vertical line): the share of offered requests
 // served within x ms, so a curve that never reaches 1 holds unserved requests.
 Plot serve_cdf_plot(const ServeHtmlInput& in);
-// P99 against the offered rate for both arms, the SLO as a horizontal line.
+// P99 against the offered rate for both arms, the SLO as a horizontal line: the capacity
+// searches' probes (steady rates) when capacity was judged, else the windows' off-peak and peak.
 Plot serve_load_plot(const ServeHtmlInput& in);
 
 std::string serve_compare_html(const ServeHtmlInput& in);

@@ -95,14 +95,55 @@ std::vector<std::vector<serve::Outcome>> outcomes_of(const serve::ArmResult& a) 
   return all;
 }
 
+ordered_json capacity_json(const serve::Capacity& r) {
+  ordered_json searches = ordered_json::array();
+  for (const auto& s : r.searches) {
+    ordered_json probes = ordered_json::array();
+    for (const auto& p : s.probes)
+      probes.push_back({{"rate_rps", p.rate_rps},
+                        {"p99_ms", serve::finite_or_null(p.p99_ms)},
+                        {"within", p.within},
+                        {"requests", p.requests}});
+    searches.push_back(
+        {{"capacity_rps", s.capacity_rps}, {"above_rps", s.above_rps}, {"probes", probes}});
+  }
+  return ordered_json{{"slo_ms", r.slo_ms},
+                      {"capacity_rps", r.median_rps},
+                      {"min_rps", r.min_rps},
+                      {"max_rps", r.max_rps},
+                      {"searches", searches}};
+}
+
+// Every probe of every capacity search: P99 at a steady offered rate (report.html's curve).
+std::vector<serve::LoadPoint> probe_points(const serve::Capacity& c) {
+  std::vector<serve::LoadPoint> out;
+  for (const auto& s : c.searches)
+    for (const auto& p : s.probes) {
+      serve::LoadPoint q;
+      q.rate_rps = p.rate_rps;
+      q.requests = p.requests;
+      q.p99.q = 0.99;
+      q.p99.ms = p.p99_ms;
+      out.push_back(q);
+    }
+  std::sort(out.begin(), out.end(),
+            [](const serve::LoadPoint& x, const serve::LoadPoint& y) { return x.rate_rps < y.rate_rps; });
+  return out;
+}
+
 serve::TailOrigin tail_of(const serve::ArmResult& a) {
   return serve::tail_origin(a.cfg, outcomes_of(a));
 }
 
-reports::ServeHtmlArm html_arm(const serve::ArmResult& a) {
+reports::ServeHtmlArm html_arm(const serve::ArmResult& a, const serve::Capacity* capacity) {
   const auto all = outcomes_of(a);
-  return {a.label, a.config_path, a.pooled, serve::tail_origin(a.cfg, all),
-          serve::latencies_ms(all), serve::p99_by_offered_load(a.cfg, all)};
+  reports::ServeHtmlArm h{a.label, a.config_path, a.pooled, serve::tail_origin(a.cfg, all),
+                          serve::latencies_ms(all), serve::p99_by_offered_load(a.cfg, all)};
+  if (capacity) {
+    h.capacity_probes = probe_points(*capacity);
+    h.capacity_rps = capacity->median_rps;
+  }
+  return h;
 }
 
 std::map<std::string, std::string> serve_environment(const config::Config& cfg) {
@@ -148,7 +189,7 @@ history::ServeCompareRecord serve_compare_record(const config::Config& a, const 
   h.exit_code = passed ? kExitPass : kExitGateFailed;
   for (const auto& c : r.checks) {
     h.checks.push_back({{"name", c.name}, {"passed", c.verdict != "fail"}, {"detail", c.detail}});
-    if (c.name == "throughput") h.throughput_pct = finite(c.value_pct);
+    if (c.name == "throughput" || c.name == "capacity") h.throughput_pct = finite(c.value_pct);
     if (c.name == "p99 latency") h.p99_pct = finite(c.value_pct);
   }
   h.result = report;
@@ -194,10 +235,15 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
                  {"windows", windows},
                  {"order", r.order},
                  {"checks", checks},
-                 {"service_speed", speed_json(r.speed)},
-                 {"baseline", arm_json(r.baseline)},
-                 {"variant", arm_json(r.variant)},
-                 {"wall_seconds", r.wall_s}};
+                 {"throughput_check", r.judged_capacity ? "capacity" : "service_speed"}};
+  if (r.judged_capacity)
+    j["capacity"] = {{"baseline", capacity_json(r.baseline_capacity)},
+                     {"variant", capacity_json(r.variant_capacity)}};
+  else
+    j["service_speed"] = speed_json(r.speed);
+  j["baseline"] = arm_json(r.baseline);
+  j["variant"] = arm_json(r.variant);
+  j["wall_seconds"] = r.wall_s;
   const auto json_file = fs::path(out_dir) / "report.json", md_file = fs::path(out_dir) / "report.md",
              html_file = fs::path(out_dir) / "report.html";
   write_json(json_file.string(), j);
@@ -206,7 +252,9 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
       tail_of(r.variant), windows);
   std::ofstream(md_file) << md;
   std::ofstream(html_file) << reports::serve_compare_html(
-      {r.checks, passed, windows, r.baseline.cfg.slo_ms, html_arm(r.baseline), html_arm(r.variant)});
+      {r.checks, passed, windows, r.baseline.cfg.slo_ms,
+       html_arm(r.baseline, r.judged_capacity ? &r.baseline_capacity : nullptr),
+       html_arm(r.variant, r.judged_capacity ? &r.variant_capacity : nullptr)});
   std::cout << md;
   std::cerr << "serve: report in " << out_dir << "\n";
   if (record)
@@ -277,23 +325,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
                     "%.1f)\n",
                     slo, r.median_rps, r.searches.size(), r.min_rps, r.max_rps);
       std::cout << line;
-      ordered_json searches = ordered_json::array();
-      for (const auto& s : r.searches) {
-        ordered_json probes = ordered_json::array();
-        for (const auto& p : s.probes)
-          probes.push_back({{"rate_rps", p.rate_rps},
-                            {"p99_ms", serve::finite_or_null(p.p99_ms)},
-                            {"within", p.within},
-                            {"requests", p.requests}});
-        searches.push_back({{"capacity_rps", s.capacity_rps},
-                            {"above_rps", s.above_rps},
-                            {"probes", probes}});
-      }
-      write_json(c->json, ordered_json{{"slo_ms", slo},
-                                       {"capacity_rps", r.median_rps},
-                                       {"min_rps", r.min_rps},
-                                       {"max_rps", r.max_rps},
-                                       {"searches", searches}});
+      write_json(c->json, capacity_json(r));
       return kExitPass;
     };
   });

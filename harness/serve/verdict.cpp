@@ -41,7 +41,8 @@ WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                               const std::vector<WindowStats>& var, const SpeedTurns& speed,
                               const std::vector<double>& base_scores,
-                              const std::vector<double>& var_scores, const GateSettings& g) {
+                              const std::vector<double>& var_scores, const GateSettings& g,
+                              const CapacityPairs* capacity) {
   const size_t n = std::min(base.size(), var.size());
   std::vector<double> d_p99, d_thr, d_slo;
   for (size_t k = 0; k < n; ++k) {
@@ -53,8 +54,18 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                                                   : std::log(b / a));
     d_slo.push_back(var[k].slo_attainment - base[k].slo_attainment);
   }
-  for (size_t k = 0; k < std::min(speed.baseline_s.size(), speed.variant_s.size()); ++k)
-    d_thr.push_back(std::log(speed.baseline_s[k] / speed.variant_s[k]));  // same tokens: speed ratio
+  if (capacity) {
+    for (size_t k = 0; k < std::min(capacity->baseline_rps.size(), capacity->variant_rps.size());
+         ++k) {
+      const double a = capacity->baseline_rps[k], b = capacity->variant_rps[k];
+      // No capacity at all (not even the lowest rate within the SLO) on one side only: as bad
+      // (or as good) as it gets; on both, no information.
+      d_thr.push_back(a <= 0 && b <= 0 ? 0.0 : b <= 0 ? -10.0 : a <= 0 ? 10.0 : std::log(b / a));
+    }
+  } else {
+    for (size_t k = 0; k < std::min(speed.baseline_s.size(), speed.variant_s.size()); ++k)
+      d_thr.push_back(std::log(speed.baseline_s[k] / speed.variant_s[k]));  // same tokens
+  }
   const double level = 1 - 2 * g.alpha;  // the two-sided interval whose edge is the one-sided test
   const auto t_p99 = stats::paired_t(d_p99, level);
   const auto t_thr = stats::paired_t(d_thr, level);
@@ -85,15 +96,25 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     out.push_back(c);
   }
   {
-    ServeCheck c{"throughput", "", 100 * std::expm1(t_thr.mean), to_pct(t_thr.ci), adj[1], ""};
+    ServeCheck c{capacity ? "capacity" : "throughput", "", 100 * std::expm1(t_thr.mean),
+                 to_pct(t_thr.ci), adj[1], ""};
     const bool fail = adj[1] < g.alpha;
     const bool pass = !fail && t_thr.ci.lo >= floor;
     c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
-    c.detail = "service speed " + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
-               " turn pairs (" + std::to_string(speed.real_tokens) + " real tokens in " +
-               std::to_string(speed.baseline_batches) + " vs " +
-               std::to_string(speed.variant_batches) + " batches), CI [" + pct(c.ci.lo) + ", " +
-               pct(c.ci.hi) + "]";
+    if (capacity) {
+      char b[160];
+      std::snprintf(b, sizeof b, "capacity at P99 <= %g ms ", capacity->slo_ms);
+      c.detail = b + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
+                 " search pairs (median " + util::format_number("%.1f", stats::median(capacity->baseline_rps)) +
+                 " vs " + util::format_number("%.1f", stats::median(capacity->variant_rps)) +
+                 " req/s), CI [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
+    } else {
+      c.detail = "service speed " + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
+                 " turn pairs (" + std::to_string(speed.real_tokens) + " real tokens in " +
+                 std::to_string(speed.baseline_batches) + " vs " +
+                 std::to_string(speed.variant_batches) + " batches), CI [" + pct(c.ci.lo) + ", " +
+                 pct(c.ci.hi) + "]";
+    }
     out.push_back(c);
   }
   {

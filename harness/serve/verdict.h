@@ -56,9 +56,20 @@ struct GateSettings {
   double tolerance = 5e-4;
 };
 
+// serve.throughput_check = "capacity": each arm's capacity at the SLO per search, search k of
+// both arms on the same arrivals (a pair), req/s (0: not even the lowest rate probed was within).
+struct CapacityPairs {
+  double slo_ms = 0;
+  std::vector<double> baseline_rps, variant_rps;
+};
+
+// The checks, in order: "p99 latency", "throughput" (or "capacity" when `capacity` is given: the
+// paired log capacity ratio in place of the service speed's), "slo attainment", "same math".
+// The three timing checks' p values are Holm-adjusted together.
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& baseline,
                               const std::vector<WindowStats>& variant, const SpeedTurns& speed,
                               const std::vector<double>& baseline_scores,
-                              const std::vector<double>& variant_scores, const GateSettings& g);
+                              const std::vector<double>& variant_scores, const GateSettings& g,
+                              const CapacityPairs* capacity = nullptr);
 
 }  // namespace lockstep::serve

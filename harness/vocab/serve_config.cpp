@@ -251,6 +251,17 @@ const config::SectionSchema& serve_schema() {
                        "batches, for the throughput check")
               .range(2, 100000)
               .kind(Knob::None),
+          KeySpec::Str("throughput_check", "service_speed",
+                       "compare: judge throughput as the service speed on the fixed request set "
+                       "in turns (service_speed), or as the capacity at slo_ms (capacity: paired "
+                       "serve-capacity searches, minutes per arm)")
+              .one_of({"service_speed", "capacity"})
+              .kind(Knob::None),
+          KeySpec::Int("capacity_searches", 3,
+                       "compare with throughput_check = \"capacity\": search pairs (one search "
+                       "per arm and arrival seed, in turns)")
+              .range(2, 1000)
+              .kind(Knob::None),
       },
       finalize,
   };
@@ -276,6 +287,8 @@ ServeConfig ServeConfig::from(const config::Config& c) {
   s.drain_s = c.number("serve.drain_s");
   s.score_requests = c.integer("serve.score_requests");
   s.speed_pairs = c.integer("serve.speed_pairs");
+  s.throughput_check = c.str("serve.throughput_check");
+  s.capacity_searches = c.integer("serve.capacity_searches");
   s.seed = static_cast<uint64_t>(c.integer("run.seed"));
   return s;
 }

@@ -38,11 +38,16 @@ struct ServeConfig {
   double drain_s = 5;          // after the last arrival: how long queued requests may still finish
   int64_t score_requests = 64;  // the fixed request set whose scores the gate compares
   int64_t speed_pairs = 10;     // the gate's service-speed turns: AB/BA pairs over that set
+  std::string throughput_check = "service_speed";  // or "capacity": compare judges capacity at the SLO
+  int64_t capacity_searches = 3;  // with "capacity": search pairs, each arm once per arrival seed
   uint64_t seed = 0;            // the load's seed (run.seed)
 
   bool serving() const { return !lanes.empty(); }
   bool has_peak() const { return peak_multiplier != 1 && peak_duration_s > 0; }
   bool replays_trace() const { return !trace.empty(); }
+  // compare judges throughput as the capacity at the SLO (paired capacity searches), not as the
+  // service speed on the fixed request set.
+  bool judges_capacity() const { return throughput_check == "capacity"; }
   int64_t longest_servable() const { return lanes.empty() ? 0 : lanes.back().max_len; }
   // The lane a request of `len` tokens goes to; -1: too long for every lane (rejected, counted).
   int lane_of(int64_t len) const;

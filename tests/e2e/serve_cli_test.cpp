@@ -103,7 +103,8 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
                                       "--set-variant", "serve.drain_s=1.0", "--repeats", "3"};
   auto r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
                               "--set-variant", "faults.logit_scale_drift=0.5", "--out", tmp / "math",
-                              "--no-history"},
+                              "--no-history", "--set-baseline", "serve.throughput_check=capacity",
+                              "--set-baseline", "serve.capacity_searches=2"},
                              both),
                         tmp.path(), 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -115,6 +116,18 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
   EXPECT_EQ(rep["checks"][3]["verdict"], "fail");
   EXPECT_GT(rep["checks"][3]["value"].get<double>(), 1e-3);
   EXPECT_TRUE(std::ifstream(tmp.path() / "math" / "report.md").good());
+  // serve.throughput_check = "capacity": the capacity check in the throughput check's place,
+  // from two search pairs of both arms, every probe in report.json.
+  EXPECT_EQ(rep["throughput_check"], "capacity");
+  EXPECT_EQ(rep["checks"][1]["name"], "capacity");
+  EXPECT_FALSE(rep.contains("service_speed"));
+  for (const char* arm : {"baseline", "variant"}) {
+    const auto& c = rep["capacity"][arm];
+    ASSERT_EQ(c["searches"].size(), 2u) << c.dump();
+    EXPECT_GE(c["searches"][0]["probes"].size(), 2u) << c.dump();
+    EXPECT_GT(c["capacity_rps"].get<double>(), 0) << c.dump();
+    EXPECT_EQ(c["slo_ms"], 200.0);
+  }
 
   r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
                          "--set-variant", "faults.slowdown_pct=400", "--out", tmp / "slow",

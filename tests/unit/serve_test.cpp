@@ -320,6 +320,28 @@ TEST(Serve, TheGateFailsAWorseP99AndPassesAnEqualOne) {
   EXPECT_EQ(judge(a, a, even, s, off, GateSettings{})[3].verdict, "fail");
 }
 
+// serve.throughput_check = "capacity": the capacity check takes the throughput check's place,
+// judged on the paired log capacity ratio of the searches.
+TEST(Serve, TheCapacityCheckJudgesSearchPairs) {
+  const auto a = windows({100, 120, 90, 110, 105}, 1000, 0.99);
+  const std::vector<double> s{-1.5, -2.5};
+  SpeedTurns none;
+  CapacityPairs equal{200, {300, 310, 290, 305}, {301, 309, 292, 303}};
+  auto c = judge(a, a, none, s, s, GateSettings{}, &equal);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[1].name, "capacity");
+  EXPECT_NE(c[1].verdict, "fail");
+  EXPECT_NE(c[1].detail.find("capacity at P99 <= 200 ms"), std::string::npos) << c[1].detail;
+  EXPECT_NE(c[1].detail.find("over 4 search pairs"), std::string::npos) << c[1].detail;
+  CapacityPairs lower{200, {300, 310, 290, 305}, {240, 251, 230, 247}};  // -20% in every pair
+  c = judge(a, a, none, s, s, GateSettings{}, &lower);
+  EXPECT_EQ(c[1].verdict, "fail");
+  EXPECT_NEAR(c[1].value_pct, -19.6, 0.5);
+  // No capacity at all on the variant's side (not even the lowest rate within the SLO).
+  CapacityPairs none_within{200, {300, 310, 290}, {0, 0, 0}};
+  EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict, "fail");
+}
+
 std::string error_of(const std::string& text) {
   try {
     parse(text);

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "harness/config/config.h"
+#include "harness/serve/server.h"
+#include "harness/vocab/serve_config.h"
 
 namespace lockstep::serve {
 
@@ -31,5 +34,16 @@ struct Capacity {
 };
 
 Capacity find_capacity(const config::Config& cfg, double slo_ms, int searches, std::ostream& log);
+
+// The load a capacity search probes: Poisson at a steady rate (no peak, no trace), judged at
+// slo_ms.
+ServeConfig capacity_load(const ServeConfig& cfg, double slo_ms);
+// Search `s` (0-based; its arrivals come from seed + 7919 (s + 1), the same for every arm) on a
+// warm service: the rate doubles from load.rate_rps until P99 breaks the SLO, then the bracket is
+// bisected to 5%. Progress lines name `who`.
+CapacitySearch search_capacity(const ServeConfig& load, Service& service, int s,
+                               const std::string& who, std::ostream& log);
+// The median, min and max of the searches' capacities.
+void summarize(Capacity& c);
 
 }  // namespace lockstep::serve

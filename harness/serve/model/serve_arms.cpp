@@ -120,6 +120,31 @@ SpeedTurns speed_turns(Arm& a, Arm& b, std::ostream& log) {
   return t;
 }
 
+// The capacity check's searches: search k of each arm on the same arrivals from the same start
+// rate (the baseline's), in turns AB, BA, ... so drift hits both alike.
+void capacity_turns(Arm& a, Arm& b, ServeComparison& out, std::ostream& log) {
+  const double slo = a.result.cfg.slo_ms;
+  const ServeConfig la = capacity_load(a.result.cfg, slo);
+  ServeConfig lb = capacity_load(b.result.cfg, slo);
+  lb.rate_rps = la.rate_rps, lb.seed = la.seed, lb.duration_s = la.duration_s;
+  out.baseline_capacity.slo_ms = out.variant_capacity.slo_ms = slo;
+  for (int s = 0; s < static_cast<int>(a.result.cfg.capacity_searches); ++s) {
+    auto run_a = [&] {
+      out.baseline_capacity.searches.push_back(
+          search_capacity(la, *a.service, s, "serve: baseline capacity", log));
+    };
+    auto run_b = [&] {
+      out.variant_capacity.searches.push_back(
+          search_capacity(lb, *b.service, s, "serve: variant capacity", log));
+    };
+    if (s % 2 == 0) run_a(), run_b();
+    else run_b(), run_a();
+  }
+  summarize(out.baseline_capacity);
+  summarize(out.variant_capacity);
+  out.judged_capacity = true;
+}
+
 }  // namespace
 
 ArmResult serve_one(const config::Config& cfg, const std::string& label, int windows,
@@ -153,13 +178,18 @@ ServeComparison serve_compare(const config::Config& baseline, const config::Conf
   }
   pool(a.result);
   pool(b.result);
-  out.speed = speed_turns(a, b, log);
+  if (a.result.cfg.judges_capacity()) capacity_turns(a, b, out, log);
+  else out.speed = speed_turns(a, b, log);
   a.result.scores = a.service->score_set(a.result.cfg);
   b.result.scores = b.service->score_set(b.result.cfg);
   std::vector<WindowStats> sa, sb;
   for (const auto& w : a.result.windows) sa.push_back(w.stats);
   for (const auto& w : b.result.windows) sb.push_back(w.stats);
-  out.checks = judge(sa, sb, out.speed, a.result.scores, b.result.scores, gate);
+  CapacityPairs pairs{out.baseline_capacity.slo_ms, {}, {}};
+  for (const auto& c : out.baseline_capacity.searches) pairs.baseline_rps.push_back(c.capacity_rps);
+  for (const auto& c : out.variant_capacity.searches) pairs.variant_rps.push_back(c.capacity_rps);
+  out.checks = judge(sa, sb, out.speed, a.result.scores, b.result.scores, gate,
+                     out.judged_capacity ? &pairs : nullptr);
   out.baseline = std::move(a.result);
   out.variant = std::move(b.result);
   out.wall_s = static_cast<double>(util::steady_now_ns() - t0) * 1e-9;

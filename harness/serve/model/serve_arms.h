@@ -10,6 +10,7 @@
 #include "harness/config/config.h"
 #include "harness/serve/drive.h"
 #include "harness/serve/figures.h"
+#include "harness/serve/model/capacity.h"
 #include "harness/serve/verdict.h"
 
 namespace lockstep::serve {
@@ -36,7 +37,11 @@ ArmResult serve_one(const config::Config& cfg, const std::string& label, int win
 struct ServeComparison {
   ArmResult baseline, variant;
   std::vector<ServeCheck> checks;
-  SpeedTurns speed;  // the throughput check's turns
+  SpeedTurns speed;  // the throughput check's turns (serve.throughput_check = "service_speed")
+  // serve.throughput_check = "capacity": each arm's capacity searches, search k of both arms on
+  // the same arrivals, in turns (AB, BA, ...); judged as pairs in place of the service speed.
+  bool judged_capacity = false;
+  Capacity baseline_capacity, variant_capacity;
   std::vector<std::string> order;  // "A" / "B" per window run, in time order
   double wall_s = 0;
 };
