@@ -37,12 +37,14 @@ void add_conformance_command(CLI::App& app, Action& action);  // kernels against
 void add_serve_commands(CLI::App& app, Action& action);  // serve, serve-capacity
 
 // `compare` on two serving configs (cmd_serve.cpp): the exit code, or nullopt when neither config
-// serves (a training comparison). One serving and one not: UsageError. Recorded in the history
-// database `history_db` (mode "serve") unless `record` is false.
+// serves (a training comparison). One serving and one not: UsageError. The policy is resolved
+// as for training (--policy FILE, else the variant's [gate]); repeats (0 = gate.repeats) are the
+// window pairs, "auto" (compare::kAutoRepeats) is refused. Recorded in the history database
+// `history_db` (mode "serve") unless `record` is false.
 std::optional<int> compare_serving(const std::string& baseline, const std::string& variant,
                                    const std::vector<std::string>& bsets,
                                    const std::vector<std::string>& vsets, int64_t repeats,
-                                   const std::string& out_dir, const std::string& history_db,
-                                   bool record);
+                                   const std::string& policy_file, const std::string& out_dir,
+                                   const std::string& history_db, bool record);
 
 }  // namespace lockstep::cli

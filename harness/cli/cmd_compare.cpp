@@ -127,9 +127,9 @@ void add_compare_command(CLI::App& app, Action& action) {
       refuse_earlier_comparison(o->out, o->force);
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
-      if (o->golden.empty() && o->repeats != "auto")  // two services: windows in turns
-        if (auto code = compare_serving(o->baseline, o->variant, o->bsets, o->vsets,
-                                        req.repeats, req.out_dir, o->history, !o->no_history))
+      if (o->golden.empty())  // two services: windows in turns
+        if (auto code = compare_serving(o->baseline, o->variant, o->bsets, o->vsets, req.repeats,
+                                        o->policy, req.out_dir, o->history, !o->no_history))
           return *code;
       req.log = progress_line;
       if (o->force && !o->out.empty())

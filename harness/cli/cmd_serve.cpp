@@ -15,6 +15,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
+#include "harness/compare/comparison.h"
 #include "harness/config/config.h"
 #include "harness/finish.h"
 #include "harness/history/store.h"
@@ -23,6 +24,7 @@
 #include "harness/serve/serve_json.h"
 #include "harness/train/trainer.h"
 #include "harness/util/exit_codes.h"
+#include "harness/vocab/gate_policy.h"
 #include "reports/serve_html.h"
 #include "reports/serve_text.h"
 
@@ -202,8 +204,8 @@ history::ServeCompareRecord serve_compare_record(const config::Config& a, const 
 std::optional<int> compare_serving(const std::string& baseline, const std::string& variant,
                                    const std::vector<std::string>& bsets,
                                    const std::vector<std::string>& vsets, int64_t repeats,
-                                   const std::string& out_dir, const std::string& history_db,
-                                   bool record) {
+                                   const std::string& policy_file, const std::string& out_dir,
+                                   const std::string& history_db, bool record) {
   const auto a = config::Config::load(baseline, bsets);
   const auto b = config::Config::load(variant, vsets);
   const bool sa = serve::serving_enabled(a), sb = serve::serving_enabled(b);
@@ -212,18 +214,23 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
     throw UsageError(std::string(sa ? variant : baseline) +
                      ": not a serving config, but the other one is: compare two services, or "
                      "two training runs");
+  // The policy as a training comparison resolves it: --policy FILE's [gate], else the variant's
+  // (which inherits the baseline's).
+  const auto policy = gate::resolve_policy(policy_file, b, variant);
+  const auto& p = policy.policy;
+  if (repeats == compare::kAutoRepeats || (repeats == 0 && p.auto_repeats))
+    throw UsageError("repeats = \"auto\" is for training comparisons: a serving comparison "
+                     "takes a fixed number of window pairs (--repeats N, gate.repeats)");
   serve::GateSettings g;
-  g.alpha = a.number("gate.alpha");
-  g.max_p99_regression_pct = a.number("gate.max_p99_regression_pct");
-  g.max_slowdown_pct = a.number("gate.max_slowdown_pct");
-  g.tolerance = a.number("gate.tolerance");
-  const auto& rep = a.value("gate.repeats");
-  const int windows = static_cast<int>(
-      repeats > 0 ? repeats : std::holds_alternative<int64_t>(rep) ? std::get<int64_t>(rep) : 5);
+  g.alpha = p.alpha;
+  g.max_p99_regression_pct = p.max_p99_regression_pct;
+  g.max_slowdown_pct = p.max_slowdown_pct;
+  g.tolerance = p.tolerance;
+  const int windows = static_cast<int>(repeats > 0 ? repeats : p.repeats);
   if (windows < 2) throw UsageError("a serving comparison needs at least 2 windows (--repeats)");
   auto r = serve::serve_compare(a, b, windows, g, std::cerr);
   bool passed = true;
-  const bool inconclusive_fails = a.str("gate.on_inconclusive") == "fail";
+  const bool inconclusive_fails = !p.inconclusive_passes();
   for (const auto& c : r.checks)
     if (c.verdict == "fail" || (c.verdict == "inconclusive" && inconclusive_fails)) passed = false;
   fs::create_directories(out_dir);
@@ -233,6 +240,7 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
                  {"passed", passed},
                  {"exit_code", passed ? kExitPass : kExitGateFailed},
                  {"windows", windows},
+                 {"policy", policy.source},
                  {"order", r.order},
                  {"checks", checks},
                  {"throughput_check", r.judged_capacity ? "capacity" : "service_speed"}};

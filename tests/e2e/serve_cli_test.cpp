@@ -89,6 +89,13 @@ TEST(ServeCli, ABadServingConfigIsOneLineAndExit2) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("compare two services, or two training runs"), std::string::npos)
       << r.output;
+  r = run_lockstep({"compare", "configs/serve/baseline.toml", "configs/serve/two_lanes.toml",
+                    "--repeats", "auto", "--out", tmp / "auto", "--no-history"},
+                   tmp.path(), 120);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("a serving comparison takes a fixed number of window pairs"),
+            std::string::npos)
+      << r.output;
 }
 
 // A service that computes something else (attention logits x 1.5) fails "same math", whatever
@@ -101,6 +108,8 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
                                       "serve.peak_duration_s=0.5", "--set-variant",
                                       "serve.peak_duration_s=0.5", "--set-baseline", "serve.drain_s=1.0",
                                       "--set-variant", "serve.drain_s=1.0", "--repeats", "3"};
+  // A policy file's [gate] applies to a serving comparison as to a training one.
+  std::ofstream(tmp / "policy.toml") << "[gate]\nmax_slowdown_pct = 2.0\n";
   auto r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
                               "--set-variant", "faults.logit_scale_drift=0.5", "--out", tmp / "math",
                               "--no-history", "--set-baseline", "serve.throughput_check=capacity",
@@ -131,13 +140,15 @@ TEST(ServeCli, CompareRejectsOtherMathAndAGrossSlowdown) {
 
   r = run_lockstep(with({"compare", "configs/serve/baseline.toml", "configs/serve/baseline.toml",
                          "--set-variant", "faults.slowdown_pct=400", "--out", tmp / "slow",
-                         "--history", tmp / "h.sqlite"},
+                         "--history", tmp / "h.sqlite", "--policy", tmp / "policy.toml"},
                         both),
                    tmp.path(), 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   rep = read_json(tmp.path() / "slow" / "report.json");
   EXPECT_EQ(rep["checks"][1]["name"], "throughput");
   EXPECT_EQ(rep["checks"][1]["verdict"], "fail") << rep["checks"].dump();
+  EXPECT_EQ(rep["policy"], "--policy " + tmp / "policy.toml");
+  EXPECT_EQ(rep["throughput_check"], "service_speed");
   EXPECT_LT(rep["checks"][1]["value"].get<double>(), -50);
   EXPECT_EQ(rep["checks"][3]["verdict"], "pass");  // the same model, only slower
   // report.html: the latency CDF and the P99-vs-offered-load plot of both arms, the lane tables.
