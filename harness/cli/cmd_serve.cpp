@@ -12,10 +12,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <tuple>
 
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
 #include "harness/compare/comparison.h"
+#include "harness/compare/comparison_stats.h"
 #include "harness/config/config.h"
 #include "harness/finish.h"
 #include "harness/history/store.h"
@@ -226,6 +228,17 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
   g.max_p99_regression_pct = p.max_p99_regression_pct;
   g.max_slowdown_pct = p.max_slowdown_pct;
   g.tolerance = p.tolerance;
+  // How "same math" is judged, as for training: a declared [gate] alignment wins, else the knob
+  // class of the keys that differ; an approximate change gets the noise envelope.
+  const auto klass = p.alignment ? config::parse_knob_class(*p.alignment)
+                                 : std::optional<config::Knob>(
+                                       compare::classify_changes(config::diff(a, b)).klass);
+  g.approximate = klass == config::Knob::Approximate;
+  if (g.approximate) {
+    std::tie(g.envelope_noise, g.envelope_noise_source) = compare::envelope_noise(p, a, b);
+    g.envelope_runs = p.envelope_runs;
+    g.envelope_factor = p.envelope_factor;
+  }
   const int windows = static_cast<int>(repeats > 0 ? repeats : p.repeats);
   if (windows < 2) throw UsageError("a serving comparison needs at least 2 windows (--repeats)");
   auto r = serve::serve_compare(a, b, windows, g, std::cerr);
@@ -249,6 +262,12 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
                      {"variant", capacity_json(r.variant_capacity)}};
   else
     j["service_speed"] = speed_json(r.speed);
+  if (r.envelope)
+    j["score_envelope"] = {{"runs", r.envelope->runs},
+                           {"noise", r.envelope->noise},
+                           {"noise_source", r.envelope->noise_source},
+                           {"factor", r.envelope->factor},
+                           {"raw", r.envelope->raw}};
   j["baseline"] = arm_json(r.baseline);
   j["variant"] = arm_json(r.variant);
   j["wall_seconds"] = r.wall_s;

@@ -6,9 +6,11 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/vocab/compare_result.h"
+#include "harness/vocab/gate_policy.h"
 
 namespace lockstep::compare {
 
@@ -22,6 +24,11 @@ struct KnobReport {
 // Each change's knob class comes from the key's owner (config::KeySpec::knob_of): precision by
 // device, implementations by the knob class their registry entries declare.
 KnobReport classify_changes(const std::vector<config::Change>& changes);
+
+// The envelope's noise: [gate] envelope_noise, else the unit roundoff of the lower of the two
+// arms' compute precisions on their device (bf16 vs fp32: bf16's); and where it came from.
+std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
+                                              const config::Config& b);
 
 struct BandInput {
   std::vector<int64_t> seeds;

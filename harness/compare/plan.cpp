@@ -41,23 +41,6 @@ void check_golden_length(const std::string& file, const std::vector<double>& gol
                    " or a golden file of the same length");
 }
 
-// The envelope's noise: [gate] envelope_noise, else the unit roundoff of the lower of the two
-// arms' compute precisions on their device (bf16 vs fp32: bf16's).
-std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
-                                              const config::Config& b) {
-  if (p.envelope_noise > 0) return {p.envelope_noise, "[gate] envelope_noise"};
-  // fp32 unless an arm computes in something coarser (an unparsable name is the config's error).
-  variants::Compute worst = variants::Compute::FP32;
-  variants::Roundoff r = variants::unit_roundoff(worst, a.str("run.device"));
-  for (const auto* c : {&a, &b}) {
-    const auto compute = variants::parse_compute(c->str("precision.compute"));
-    if (!compute) continue;
-    const auto rc = variants::unit_roundoff(*compute, c->str("run.device"));
-    if (rc.u > r.u) r = rc, worst = *compute;
-  }
-  return {r.u, "unit roundoff of " + std::string(variants::name_of(worst)) + " (" + r.label + ")"};
-}
-
 // The baseline's overrides plus rounding-sized weight noise u under noise seed k: one envelope
 // run's, and one noise probe's.
 std::vector<std::string> with_noise(std::vector<std::string> sets, double u, int64_t k) {

@@ -42,7 +42,7 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                               const std::vector<WindowStats>& var, const SpeedTurns& speed,
                               const std::vector<double>& base_scores,
                               const std::vector<double>& var_scores, const GateSettings& g,
-                              const CapacityPairs* capacity) {
+                              const CapacityPairs* capacity, const ScoreEnvelope* envelope) {
   const size_t n = std::min(base.size(), var.size());
   std::vector<double> d_p99, d_thr, d_slo;
   for (size_t k = 0; k < n; ++k) {
@@ -130,15 +130,32 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     out.push_back(c);
   }
   {
-    double worst = 0;
+    double worst = 0, sum = 0;
     const size_t m = std::min(base_scores.size(), var_scores.size());
-    for (size_t i = 0; i < m; ++i)
+    for (size_t i = 0; i < m; ++i) {
       worst = std::max(worst, std::fabs(var_scores[i] - base_scores[i]));
-    if (base_scores.size() != var_scores.size()) worst = INFINITY;
-    ServeCheck c{"same math", worst <= g.tolerance ? "pass" : "fail", worst, {}, 0, ""};
-    char b[160];
-    std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
-                  worst, m, g.tolerance);
+      sum += std::fabs(var_scores[i] - base_scores[i]);
+    }
+    if (base_scores.size() != var_scores.size() || m == 0) worst = sum = INFINITY;
+    const double mean = sum / static_cast<double>(std::max<size_t>(m, 1));
+    ServeCheck c{"same math", "", worst, {}, 0, ""};
+    char b[400];
+    if (envelope && envelope->raw.size() == m && m > 0) {
+      double emax = 0, esum = 0;
+      for (double e : envelope->raw) emax = std::max(emax, e), esum += e;
+      const double emean = esum / static_cast<double>(m), k = envelope->factor;
+      c.verdict = worst <= k * emax && mean <= k * emean ? "pass" : "fail";
+      std::snprintf(b, sizeof b,
+                    "approximate change: max |score delta| %.3g (bound %g x envelope %.3g), "
+                    "mean %.3g (bound %g x %.3g) over %zu fixed requests; envelope of %lld "
+                    "perturbed baselines, u = %.3g (%s)",
+                    worst, k, emax, mean, k, emean, m, static_cast<long long>(envelope->runs),
+                    envelope->noise, envelope->noise_source.c_str());
+    } else {
+      c.verdict = worst <= g.tolerance ? "pass" : "fail";
+      std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
+                    worst, m, g.tolerance);
+    }
     c.detail = b;
     out.push_back(c);
   }

@@ -54,6 +54,24 @@ struct GateSettings {
   double max_p99_regression_pct = 0;
   double max_slowdown_pct = 0;
   double tolerance = 5e-4;
+  // An approximate change (the changed keys' knob class, or [gate] alignment = "approximate"):
+  // "same math" by the noise envelope of the fixed set's scores, not the tolerance.
+  bool approximate = false;
+  double envelope_noise = 0;  // u: the relative weight noise (the variant's unit roundoff)
+  std::string envelope_noise_source;
+  int64_t envelope_runs = 3;  // K
+  double envelope_factor = 3;  // c
+};
+
+// The noise envelope of the fixed request set's scores: K copies of the baseline service whose
+// weight matrices were multiplied once by (1 + e), e ~ U(-u, u), each its own noise seed;
+// raw[i] = max_k |score_k[i] - baseline[i]|.
+struct ScoreEnvelope {
+  std::vector<double> raw;
+  double noise = 0;
+  std::string noise_source;
+  int64_t runs = 0;
+  double factor = 3;
 };
 
 // serve.throughput_check = "capacity": each arm's capacity at the SLO per search, search k of
@@ -65,11 +83,15 @@ struct CapacityPairs {
 
 // The checks, in order: "p99 latency", "throughput" (or "capacity" when `capacity` is given: the
 // paired log capacity ratio in place of the service speed's), "slo attainment", "same math".
-// The three timing checks' p values are Holm-adjusted together.
+// The three timing checks' p values are Holm-adjusted together. "same math" with an `envelope`
+// (an approximate change): max |delta| <= c max raw and mean |delta| <= c mean raw over the set
+// (the training envelope's check-step and curve rules, over requests instead of steps);
+// otherwise max |delta| <= gate.tolerance.
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& baseline,
                               const std::vector<WindowStats>& variant, const SpeedTurns& speed,
                               const std::vector<double>& baseline_scores,
                               const std::vector<double>& variant_scores, const GateSettings& g,
-                              const CapacityPairs* capacity = nullptr);
+                              const CapacityPairs* capacity = nullptr,
+                              const ScoreEnvelope* envelope = nullptr);
 
 }  // namespace lockstep::serve

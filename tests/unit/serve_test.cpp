@@ -342,6 +342,27 @@ TEST(Serve, TheCapacityCheckJudgesSearchPairs) {
   EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict, "fail");
 }
 
+// An approximate change (bf16): "same math" by the scores' noise envelope, max and mean |delta|
+// each within c x the envelope's, instead of the exact tolerance.
+TEST(Serve, AnApproximateChangeIsJudgedByTheScoreEnvelope) {
+  const auto a = windows({100, 120, 90, 110, 105}, 1000, 0.99);
+  SpeedTurns even;
+  even.baseline_s = even.variant_s = {0.30, 0.31, 0.29, 0.30};
+  const std::vector<double> base{-1.0, -2.0, -3.0, -4.0};
+  const std::vector<double> close{-1.004, -1.998, -3.006, -4.001};  // |d| 0.004 .. 0.001
+  ScoreEnvelope e;
+  e.raw = {0.003, 0.002, 0.004, 0.001};  // max 0.004, mean 0.0025
+  e.noise = 0.0039, e.noise_source = "unit roundoff of bf16", e.runs = 3, e.factor = 3;
+  auto c = judge(a, a, even, base, close, GateSettings{}, nullptr, &e);
+  EXPECT_EQ(c[3].verdict, "pass") << c[3].detail;  // 0.006 <= 0.012, 0.0035 <= 0.0075
+  EXPECT_NE(c[3].detail.find("approximate change"), std::string::npos) << c[3].detail;
+  EXPECT_EQ(judge(a, a, even, base, close, GateSettings{})[3].verdict, "fail");  // exact: 5e-4
+  const std::vector<double> one_far{-1.0, -2.0, -3.0, -4.013};  // max 0.013 > 3 x 0.004
+  EXPECT_EQ(judge(a, a, even, base, one_far, GateSettings{}, nullptr, &e)[3].verdict, "fail");
+  const std::vector<double> biased{-1.008, -2.008, -3.008, -4.008};  // max 0.008 ok, mean 0.008 not
+  EXPECT_EQ(judge(a, a, even, base, biased, GateSettings{}, nullptr, &e)[3].verdict, "fail");
+}
+
 std::string error_of(const std::string& text) {
   try {
     parse(text);

@@ -1,6 +1,11 @@
 #include "harness/serve/model/model_service.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <tuple>
 
 #include "harness/serve/load.h"
 #include "harness/train/model_builder.h"
@@ -16,6 +21,28 @@ void spin_ns(int64_t ns) {
     for (int i = 0; i < 64; ++i) sink = sink * 1.0000001 + 1e-9;
 }
 
+// oneDNN creates (JITs) a reduced-precision kernel on a shape's first run, and creating kernels
+// from two threads at once crashes Debian's libdnnl (std::bad_alloc or bad_array_new_length in
+// brgemm_kernel_create; measured: every run of configs/serve/baseline.toml with
+// precision.compute = "bf16", two workers, 6-s load, crashed; one worker never did). So under
+// autocast on the CPU a shape's first forward runs alone (exclusive), and a shape whose first
+// run is done runs concurrently (shared); every service in the process shares the lock (oneDNN's
+// kernel cache is per process), and the cache is made large enough (set before oneDNN's first
+// use, unless the user set it) that a done shape's kernels stay cached.
+std::shared_mutex& dnnl_lock() {
+  static std::shared_mutex m;
+  return m;
+}
+
+struct DoneShapes {
+  std::mutex m;
+  std::set<std::tuple<int64_t, int64_t, std::string>> done;  // (batch, length, precision)
+};
+DoneShapes& done_shapes() {
+  static DoneShapes d;
+  return d;
+}
+
 }  // namespace
 
 ModelService::ModelService(const config::Config& cfg) {
@@ -23,6 +50,11 @@ ModelService::ModelService(const config::Config& cfg) {
   m_->model->eval();
   token_seed_ = static_cast<uint64_t>(cfg.integer("run.seed"));
   slowdown_pct_ = cfg.number("faults.slowdown_pct");
+  first_shape_alone_ = m_->precision->autocasts() && m_->device.is_cpu();
+  if (first_shape_alone_) {
+    ::setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "16384", 0);
+    ::setenv("DNNL_PRIMITIVE_CACHE_CAPACITY", "16384", 0);
+  }
 }
 
 ModelService::~ModelService() = default;
@@ -40,6 +72,18 @@ void ModelService::run(int lane, const std::vector<const Request*>& batch, int64
                 x.data_ptr<int64_t>() + b * padded_len);
     last[b] = batch[static_cast<size_t>(b)]->len - 1;
   }
+  std::shared_lock<std::shared_mutex> shared(dnnl_lock(), std::defer_lock);
+  std::unique_lock<std::shared_mutex> alone(dnnl_lock(), std::defer_lock);
+  const auto shape = std::make_tuple(B, padded_len, m_->precision->describe());
+  bool first = false;
+  if (first_shape_alone_) {
+    {
+      std::lock_guard<std::mutex> g(done_shapes().m);
+      first = done_shapes().done.count(shape) == 0;
+    }
+    if (first) alone.lock();
+    else shared.lock();
+  }
   torch::Tensor out;
   {
     c10::InferenceMode inference;
@@ -49,6 +93,12 @@ void ModelService::run(int lane, const std::vector<const Request*>& batch, int64
     auto at_last = logits.index({rows, last.to(m_->device)});  // (B, V)
     out = torch::log_softmax(at_last.to(torch::kFloat32), -1).select(1, 0).to(torch::kCPU);  // (B,)
   }
+  if (first) {
+    std::lock_guard<std::mutex> g(done_shapes().m);
+    done_shapes().done.insert(shape);
+  }
+  if (alone.owns_lock()) alone.unlock();
+  if (shared.owns_lock()) shared.unlock();
   const float* s = out.data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) scores[static_cast<size_t>(b)] = s[b];
   if (slowdown_pct_ > 0)
@@ -72,6 +122,17 @@ double ModelService::run_batch(const PlannedBatch& b) {
   const int64_t start = util::steady_now_ns();
   run(b.lane, b.requests, b.padded_len, scores);
   return static_cast<double>(util::steady_now_ns() - start) * 1e-9;
+}
+
+void ModelService::perturb_weights(double rel, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);  // on the host: the same noise on any device
+  for (auto& p : m_->model->parameters()) {
+    if (p.dim() < 2) continue;
+    auto e = at::rand(p.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat64));
+    e.mul_(2.0 * rel).sub_(rel).add_(1.0);
+    p.mul_(e.to(p.device(), p.scalar_type()));
+  }
 }
 
 std::string ModelService::device() const { return m_->device.str(); }

@@ -33,12 +33,17 @@ class ModelService : public Service {
   std::vector<double> score_set(const ServeConfig& cfg);
   // Runs one planned batch on this thread: the seconds it took (the gate's service-speed turns).
   double run_batch(const PlannedBatch& b);
+  // The noise envelope's copies of a service: every weight matrix x (1 + e), e ~ U(-rel, rel)
+  // from `seed`, once (what autocast's rounded copy of the weights is at inference); vectors keep
+  // their values.
+  void perturb_weights(double rel, uint64_t seed);
   std::string device() const;
   std::string precision() const;
 
  private:
   std::unique_ptr<train::RankModel> m_;
   uint64_t token_seed_ = 0;
+  bool first_shape_alone_ = false;  // autocast on the CPU: see model_service.cpp
   double slowdown_pct_ = 0;  // [faults] slowdown_pct: extra busy time per batch (the bench's 5%)
 };
 

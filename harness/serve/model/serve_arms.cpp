@@ -1,5 +1,7 @@
 #include "harness/serve/model/serve_arms.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <ostream>
@@ -145,6 +147,29 @@ void capacity_turns(Arm& a, Arm& b, ServeComparison& out, std::ostream& log) {
   out.judged_capacity = true;
 }
 
+// K copies of the baseline service, each with its weight matrices perturbed once by
+// rounding-sized noise (its own noise seed), scoring the fixed request set.
+ScoreEnvelope score_envelope(const config::Config& baseline, const ServeConfig& cfg,
+                             const std::vector<double>& reference, const GateSettings& g,
+                             std::ostream& log) {
+  ScoreEnvelope e;
+  e.noise = g.envelope_noise, e.noise_source = g.envelope_noise_source;
+  e.runs = g.envelope_runs, e.factor = g.envelope_factor;
+  e.raw.assign(reference.size(), 0.0);
+  for (int64_t k = 1; k <= g.envelope_runs; ++k) {
+    ModelService copy(baseline);
+    copy.perturb_weights(g.envelope_noise, cfg.seed * 1000003ULL + static_cast<uint64_t>(k));
+    const auto s = copy.score_set(cfg);
+    for (size_t i = 0; i < std::min(s.size(), e.raw.size()); ++i)
+      e.raw[i] = std::max(e.raw[i], std::fabs(s[i] - reference[i]));
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "serve: score envelope from %lld perturbed baselines (u = %.3g)\n",
+                static_cast<long long>(g.envelope_runs), g.envelope_noise);
+  log << line << std::flush;
+  return e;
+}
+
 }  // namespace
 
 ArmResult serve_one(const config::Config& cfg, const std::string& label, int windows,
@@ -185,11 +210,14 @@ ServeComparison serve_compare(const config::Config& baseline, const config::Conf
   std::vector<WindowStats> sa, sb;
   for (const auto& w : a.result.windows) sa.push_back(w.stats);
   for (const auto& w : b.result.windows) sb.push_back(w.stats);
+  if (gate.approximate)
+    out.envelope = score_envelope(baseline, a.result.cfg, a.result.scores, gate, log);
   CapacityPairs pairs{out.baseline_capacity.slo_ms, {}, {}};
   for (const auto& c : out.baseline_capacity.searches) pairs.baseline_rps.push_back(c.capacity_rps);
   for (const auto& c : out.variant_capacity.searches) pairs.variant_rps.push_back(c.capacity_rps);
   out.checks = judge(sa, sb, out.speed, a.result.scores, b.result.scores, gate,
-                     out.judged_capacity ? &pairs : nullptr);
+                     out.judged_capacity ? &pairs : nullptr,
+                     out.envelope ? &*out.envelope : nullptr);
   out.baseline = std::move(a.result);
   out.variant = std::move(b.result);
   out.wall_s = static_cast<double>(util::steady_now_ns() - t0) * 1e-9;

@@ -4,6 +4,7 @@
 // discarded warm-up window. Both services live in this process, built once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct ServeComparison {
   // the same arrivals, in turns (AB, BA, ...); judged as pairs in place of the service speed.
   bool judged_capacity = false;
   Capacity baseline_capacity, variant_capacity;
+  // An approximate change (GateSettings::approximate): the fixed set's score envelope.
+  std::optional<ScoreEnvelope> envelope;
   std::vector<std::string> order;  // "A" / "B" per window run, in time order
   double wall_s = 0;
 };
