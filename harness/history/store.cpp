@@ -367,42 +367,38 @@ std::optional<ReferenceCurve> Store::latest_loss_curve(const std::string& config
   return c;
 }
 
-std::string try_record_run(const fs::path& db, const RunSummary& s, const std::string& config_toml,
-                           const std::vector<double>& loss_curve, const std::string& run_dir) {
+namespace {
+
+// Opens (or creates) the database and records one entry; "" or why it could not.
+template <class Record>
+std::string try_recording(const fs::path& db, Record&& record) {
   try {
-    Store::open(db, true).record_run(s, config_toml, loss_curve, run_dir);
+    auto store = Store::open(db, true);
+    record(store);
     return "";
   } catch (const std::exception& e) {
     return e.what();
   }
+}
+
+}  // namespace
+
+std::string try_record_run(const fs::path& db, const RunSummary& s, const std::string& config_toml,
+                           const std::vector<double>& loss_curve, const std::string& run_dir) {
+  return try_recording(db, [&](Store& st) { st.record_run(s, config_toml, loss_curve, run_dir); });
 }
 
 std::string try_record_compare(const fs::path& db, const compare::CompareResult& r,
                                const std::vector<std::string>& report_paths) {
-  try {
-    Store::open(db, true).record_compare(r, report_paths);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  return try_recording(db, [&](Store& st) { st.record_compare(r, report_paths); });
 }
 
 std::string try_record_serve_run(const fs::path& db, const ServeRunRecord& r) {
-  try {
-    Store::open(db, true).record_serve_run(r);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  return try_recording(db, [&](Store& st) { st.record_serve_run(r); });
 }
 
 std::string try_record_serve_compare(const fs::path& db, const ServeCompareRecord& r) {
-  try {
-    Store::open(db, true).record_serve_compare(r);
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  return try_recording(db, [&](Store& st) { st.record_serve_compare(r); });
 }
 
 }  // namespace lockstep::history
