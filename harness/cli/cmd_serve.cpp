@@ -274,14 +274,14 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
   const auto json_file = fs::path(out_dir) / "report.json", md_file = fs::path(out_dir) / "report.md",
              html_file = fs::path(out_dir) / "report.html";
   write_json(json_file.string(), j);
+  // Each arm's outcomes gathered once: its tail, CDF and load curve for both reports.
+  const auto hb = html_arm(r.baseline, r.judged_capacity ? &r.baseline_capacity : nullptr);
+  const auto hv = html_arm(r.variant, r.judged_capacity ? &r.variant_capacity : nullptr);
   const std::string md = reports::serve_compare_markdown(
-      r.checks, passed, r.baseline.pooled, r.variant.pooled, tail_of(r.baseline),
-      tail_of(r.variant), windows);
+      r.checks, passed, r.baseline.pooled, r.variant.pooled, hb.tail, hv.tail, windows);
   std::ofstream(md_file) << md;
   std::ofstream(html_file) << reports::serve_compare_html(
-      {r.checks, passed, windows, r.baseline.cfg.slo_ms,
-       html_arm(r.baseline, r.judged_capacity ? &r.baseline_capacity : nullptr),
-       html_arm(r.variant, r.judged_capacity ? &r.variant_capacity : nullptr)});
+      {r.checks, passed, windows, r.baseline.cfg.slo_ms, hb, hv});
   std::cout << md;
   std::cerr << "serve: report in " << out_dir << "\n";
   if (record)

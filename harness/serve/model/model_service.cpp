@@ -6,6 +6,7 @@
 #include <set>
 #include <shared_mutex>
 #include <tuple>
+#include <utility>
 
 #include "harness/serve/load.h"
 #include "harness/train/model_builder.h"
@@ -29,19 +30,42 @@ void spin_ns(int64_t ns) {
 // run is done runs concurrently (shared); every service in the process shares the lock (oneDNN's
 // kernel cache is per process), and the cache is made large enough (set before oneDNN's first
 // use, unless the user set it) that a done shape's kernels stay cached.
-std::shared_mutex& dnnl_lock() {
-  static std::shared_mutex m;
-  return m;
-}
+class KernelCreationGuard {
+ public:
+  // Holds the process-wide lock for one forward: exclusive when `key`'s first run is not done
+  // yet, shared otherwise; inactive when `active` is false.
+  KernelCreationGuard(bool active, std::tuple<int64_t, int64_t, std::string> key)
+      : key_(std::move(key)) {
+    if (!active) return;
+    {
+      std::lock_guard<std::mutex> g(state().done_mutex);
+      first_ = state().done.count(key_) == 0;
+    }
+    if (first_) alone_ = std::unique_lock<std::shared_mutex>(state().lock);
+    else shared_ = std::shared_lock<std::shared_mutex>(state().lock);
+  }
+  // The forward finished: a first run marks its shape done.
+  ~KernelCreationGuard() {
+    if (!first_) return;
+    std::lock_guard<std::mutex> g(state().done_mutex);
+    state().done.insert(key_);
+  }
 
-struct DoneShapes {
-  std::mutex m;
-  std::set<std::tuple<int64_t, int64_t, std::string>> done;  // (batch, length, precision)
+ private:
+  struct State {
+    std::shared_mutex lock;
+    std::mutex done_mutex;
+    std::set<std::tuple<int64_t, int64_t, std::string>> done;  // (batch, length, precision)
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+  std::tuple<int64_t, int64_t, std::string> key_;
+  bool first_ = false;
+  std::unique_lock<std::shared_mutex> alone_;
+  std::shared_lock<std::shared_mutex> shared_;
 };
-DoneShapes& done_shapes() {
-  static DoneShapes d;
-  return d;
-}
 
 }  // namespace
 
@@ -72,20 +96,10 @@ void ModelService::run(int lane, const std::vector<const Request*>& batch, int64
                 x.data_ptr<int64_t>() + b * padded_len);
     last[b] = batch[static_cast<size_t>(b)]->len - 1;
   }
-  std::shared_lock<std::shared_mutex> shared(dnnl_lock(), std::defer_lock);
-  std::unique_lock<std::shared_mutex> alone(dnnl_lock(), std::defer_lock);
-  const auto shape = std::make_tuple(B, padded_len, m_->precision->describe());
-  bool first = false;
-  if (first_shape_alone_) {
-    {
-      std::lock_guard<std::mutex> g(done_shapes().m);
-      first = done_shapes().done.count(shape) == 0;
-    }
-    if (first) alone.lock();
-    else shared.lock();
-  }
   torch::Tensor out;
   {
+    KernelCreationGuard guard(first_shape_alone_,
+                              std::make_tuple(B, padded_len, m_->precision->describe()));
     c10::InferenceMode inference;
     auto scope = m_->precision->forward_scope();
     auto logits = m_->model->forward(x.to(m_->device));  // (B, T, V)
@@ -93,12 +107,6 @@ void ModelService::run(int lane, const std::vector<const Request*>& batch, int64
     auto at_last = logits.index({rows, last.to(m_->device)});  // (B, V)
     out = torch::log_softmax(at_last.to(torch::kFloat32), -1).select(1, 0).to(torch::kCPU);  // (B,)
   }
-  if (first) {
-    std::lock_guard<std::mutex> g(done_shapes().m);
-    done_shapes().done.insert(shape);
-  }
-  if (alone.owns_lock()) alone.unlock();
-  if (shared.owns_lock()) shared.unlock();
   const float* s = out.data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) scores[static_cast<size_t>(b)] = s[b];
   if (slowdown_pct_ > 0)
