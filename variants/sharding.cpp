@@ -64,6 +64,21 @@ Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bu
   torch::NoGradGuard no_grad;
   const int64_t W = comm_.world(), r = comm_.rank();
   auto unit_params = model_->unit_parameters();
+  // Stages 0-1: every unit's gradient is a slice of one flat buffer, so that a bucket spans units
+  // (as DDP's bucket_cap_mb spans parameters): the tiny model's step then issues one all-reduce
+  // for its gradients instead of one per unit. Each all-reduce is a round of thread hand-offs and
+  // socket wake-ups; on the 2-core CI machine (Gloo over loopback) the per-unit collectives took
+  // a P90 of 12 ms per step against 7.5 ms for the one flat all-reduce, and the step time's
+  // standard deviation fell from 4.4 to 3.0 ms (docs/distributed.md). Element i is still a + b
+  // for two ranks, so the loss is unchanged bit for bit there.
+  int64_t flat_numel = 0;
+  for (const auto& ps : unit_params) {
+    int64_t n = 0;
+    for (const auto& p : ps) n += p.numel();
+    flat_numel += (n + W - 1) / W * W;
+  }
+  if (stage_ <= 1) flat_grad_ = torch::zeros({flat_numel}, unit_params.front().front().options());
+  int64_t flat_off = 0;
   for (size_t i = 0; i < unit_params.size(); ++i) {
     auto u = std::make_unique<Unit>();
     u->index = static_cast<int>(i);
@@ -76,7 +91,8 @@ Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bu
     u->shard = u->padded / W;
     const auto opts = u->params.front().options();
     u->full = torch::zeros({u->padded}, opts);
-    u->grad = torch::zeros({u->padded}, opts);
+    u->grad = stage_ <= 1 ? flat_grad_.narrow(0, flat_off, u->padded) : torch::zeros({u->padded}, opts);
+    flat_off += u->padded;
     auto decay_full = torch::zeros({u->padded}, opts);
     for (size_t k = 0; k < u->params.size(); ++k) {
       auto& p = u->params[k];
@@ -143,10 +159,12 @@ torch::Tensor& Sharding::owned_grad(Unit& u) {
 
 void Sharding::begin_step() {
   first_micro_ = true;
+  if (stage_ <= 1) {
+    flat_grad_.zero_();  // every unit's gradient at once
+    return;
+  }
   for (auto& u : units_) {
-    if (stage_ <= 1)
-      u->grad.zero_();
-    else if (stage_ == 2)
+    if (stage_ == 2)
       ensure_grad_storage(*u);
     else
       u->grad_shard.zero_();  // stage 3: full buffers come back just before each backward
@@ -171,13 +189,12 @@ void Sharding::end_backward(bool last) {
   const double inv_w = 1.0 / comm_.world();
   if (stage_ <= 1) {
     if (!last) return;
-    for (auto& u : units_) {
-      for (int64_t off = 0; off < u->padded; off += bucket_numel_) {
-        auto bucket = u->grad.narrow(0, off, std::min(bucket_numel_, u->padded - off));
-        comm_.allreduce_sum(bucket, "all_reduce(grad bucket)");
-      }
-      if (comm_.world() > 1) u->grad.mul_(inv_w);
+    const int64_t n = flat_grad_.numel();
+    for (int64_t off = 0; off < n; off += bucket_numel_) {
+      auto bucket = flat_grad_.narrow(0, off, std::min(bucket_numel_, n - off));
+      comm_.allreduce_sum(bucket, "all_reduce(grad bucket)");
     }
+    if (comm_.world() > 1) flat_grad_.mul_(inv_w);
   } else if (stage_ == 2) {
     if (!last) return;
     for (auto& u : units_) {

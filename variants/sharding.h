@@ -5,8 +5,8 @@
 // buffer, padded to a multiple of the world size W (never a silent fallback) and split into W
 // equal shards; rank r owns shard r.
 //
-//   stage 0  data parallel: bucketed all-reduce of the flat gradients (averaged); every rank
-//            updates everything
+//   stage 0  data parallel: bucketed all-reduce of the flat gradients (averaged; one buffer for
+//            all units, buckets of bucket_mb spanning units); every rank updates everything
 //   stage 1  + AdamW state sharded: each rank updates its shard; parameters all-gathered
 //   stage 2  + gradients reduce-scattered into per-rank shards; the full gradient buffers are
 //            freed between steps
@@ -107,6 +107,7 @@ class Sharding final : public workloads::UnitHooks {
   dist::Comm& comm_;
   int stage_;
   int64_t bucket_numel_;
+  torch::Tensor flat_grad_;  // stages 0-1: every unit's gradient, one slice each, bucketed across units
   ShardUpdate update_;
   std::vector<std::unique_ptr<Unit>> units_;
   bool first_micro_ = true;
