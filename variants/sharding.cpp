@@ -197,10 +197,9 @@ void Sharding::end_backward(bool last) {
     if (comm_.world() > 1) flat_grad_.mul_(inv_w);
   } else if (stage_ == 2) {
     if (!last) return;
-    for (auto& u : units_) {
-      reduce_unit(*u, false);
-      if (comm_.world() > 1) u->grad_shard.mul_(inv_w);
-    }
+    reduce_all_units();
+    if (comm_.world() > 1)
+      for (auto& u : units_) u->grad_shard.mul_(inv_w);
   } else {
     // Units L..2 were reduced by the pre-backward hooks; block 0 and the root remain.
     for (int i = next_to_finalize_; i >= 0; --i) {
@@ -342,6 +341,32 @@ void Sharding::step(double lr, int64_t t) {
   }
   if (stage_ == 1 || stage_ == 2)
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
+}
+
+// Stage 2, after the last micro-step: every unit's gradient reduce-scattered in one collective.
+// Each unit's full gradient is freed as soon as it is packed, so the packed copy adds at most one
+// unit's gradient to the peak.
+void Sharding::reduce_all_units() {
+  torch::NoGradGuard no_grad;
+  const int64_t W = comm_.world(), S = shard_sum();
+  auto packed = torch::empty({W * S}, units_.front()->grad_shard.options());  // (W, S) flat
+  int64_t off = 0;
+  for (auto& u : units_) {
+    for (int64_t r = 0; r < W; ++r)
+      packed.narrow(0, r * S + off, u->shard).copy_(u->grad.narrow(0, r * u->shard, u->shard));
+    off += u->shard;
+    release_grad_storage(*u);
+  }
+  auto mine = torch::empty({S}, packed.options());  // (S)
+  comm_.reduce_scatter_sum(packed, mine, "reduce_scatter(grads)");
+  off = 0;
+  for (auto& u : units_) u->grad_shard.copy_(mine.narrow(0, off, u->shard)), off += u->shard;
+}
+
+int64_t Sharding::shard_sum() const {
+  int64_t S = 0;
+  for (const auto& u : units_) S += u->shard;
+  return S;
 }
 
 std::vector<torch::Tensor> Sharding::split_full(bool grads) {

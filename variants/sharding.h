@@ -99,6 +99,8 @@ class Sharding final : public workloads::UnitHooks {
   void ensure_grad_storage(Unit& u);
   void release_grad_storage(Unit& u);
   void reduce_unit(Unit& u, bool accumulate);
+  void reduce_all_units();     // stage 2: one reduce-scatter for every unit
+  int64_t shard_sum() const;   // the units' shards, summed: one rank's chunk of a packed collective
   void pre_backward(int unit);
   torch::Tensor& owned_grad(Unit& u);
   std::vector<torch::Tensor> split_full(bool grads);
