@@ -343,9 +343,13 @@ void Sharding::step(double lr, int64_t t) {
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
 }
 
-// Stage 2, after the last micro-step: every unit's gradient reduce-scattered in one collective.
-// Each unit's full gradient is freed as soon as it is packed, so the packed copy adds at most one
-// unit's gradient to the peak.
+// Stage 2, after the last micro-step: every unit's gradient reduce-scattered in one collective,
+// not one per unit (Gloo 1.13 has no reduce_scatter: one reduce per owner, each a chain of
+// wake-ups over loopback). Rank-major packing: chunk r holds every unit's shard r (S elements,
+// the units' shards summed), so the collective's equal chunks are still the owners' shards; the
+// same sums as unit by unit. The packed buffer is allocated while every full gradient is live and
+// each unit's full gradient is freed once packed; the step's peak lies elsewhere (the optimizer's
+// all-gathers, which stay per unit for that reason): peak allocated bytes measured unchanged.
 void Sharding::reduce_all_units() {
   torch::NoGradGuard no_grad;
   const int64_t W = comm_.world(), S = shard_sum();
