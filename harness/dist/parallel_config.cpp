@@ -19,7 +19,7 @@ const config::SectionSchema& parallel_schema() {
           KeySpec::Str("backend", "auto", "auto (gloo on CPU, nccl on CUDA) | gloo | nccl")
               .one_of({"auto", "gloo", "nccl"})
               .kind(Knob::Exact),
-          KeySpec::Float("bucket_mb", 25.0, "gradient bucket size for the all-reduce")
+          KeySpec::Float("bucket_mb", 25.0, "gradient bucket size for the all-reduce (ZeRO 0-1; buckets span the model's units, as DDP's bucket_cap_mb spans parameters)")
               .range(0.001, 1e6)
               .kind(Knob::Exact),
           KeySpec::Float("timeout_s", 60.0,
