@@ -23,7 +23,7 @@ struct Case {
   // Inputs whose gradient is zero by definition here (attention at T = 1: the softmax of one
   // element is 1 whatever q and k are), so any rounding would "fail" against an exact 0: not
   // judged. Empty: every gradient is.
-  std::vector<std::string> gradient_not_judged;
+  std::vector<std::string> gradient_not_judged = {};
 };
 
 std::vector<Case> attention_cases(const workloads::ModelConfig& m);   // q, k, v

@@ -283,7 +283,7 @@ void check_optimizer(const registry::ImplInfo& e, config::Knob knob, const Optio
       }
     }
     const char* names[3] = {"param", "exp_avg", "exp_avg_sq"};
-    Case cs{c.name, c.shape, {}, 1e-5, {}};  // a row of the report: no inputs
+    Case cs{c.name, c.shape, {}};
     for (int i = 0; i < 3; ++i)
       report.rows.push_back(row_for(e, knob, cs,
                                     std::string(names[i]) + " (max over the steps)" +
