@@ -78,7 +78,13 @@ Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bu
   };
   int64_t flat_numel = 0;
   for (const auto& ps : unit_params) flat_numel += padded(ps);
-  if (stage_ <= 1) flat_grad_ = torch::zeros({flat_numel}, unit_params.front().front().options());
+  const auto flat_opts = unit_params.front().front().options();
+  if (stage_ <= 1) flat_grad_ = torch::zeros({flat_numel}, flat_opts);
+  // Stages 1-2 on the CPU: every unit's parameters are a slice of one flat buffer too, so that
+  // the step's parameter all-gather is one collective (sync_params), not one per unit.
+  if ((stage_ == 1 || stage_ == 2) && comm_.device().is_cpu() && W > 1 &&
+      flat_opts.dtype() == torch::kFloat32)
+    flat_param_ = torch::zeros({flat_numel}, flat_opts);
   int64_t flat_off = 0;
   for (size_t i = 0; i < unit_params.size(); ++i) {
     auto u = std::make_unique<Unit>();
@@ -91,7 +97,8 @@ Sharding::Sharding(workloads::GPT& model, dist::Comm& comm, int stage, double bu
     u->padded = padded(u->params);
     u->shard = u->padded / W;
     const auto opts = u->params.front().options();
-    u->full = torch::zeros({u->padded}, opts);
+    u->full = flat_param_.defined() ? flat_param_.narrow(0, flat_off, u->padded)
+                                    : torch::zeros({u->padded}, opts);
     u->grad = stage_ <= 1 ? flat_grad_.narrow(0, flat_off, u->padded) : torch::zeros({u->padded}, opts);
     flat_off += u->padded;
     auto decay_full = torch::zeros({u->padded}, opts);
@@ -340,8 +347,33 @@ void Sharding::step(double lr, int64_t t) {
     auto g = stage_ == 1 ? u->grad.narrow(0, comm_.rank() * u->shard, u->shard) : owned_grad(*u);
     update_(u->master, g, u->m, u->v, u->decay, lr, t);
   }
-  if (stage_ == 1 || stage_ == 2)
+  if (stage_ == 1 || stage_ == 2) sync_params();
+}
+
+// Stages 1-2: every rank's updated shards to every rank. With the flat parameter buffer (the CPU,
+// Gloo), one all-reduce of it viewed as 32-bit integers, every rank's non-owned elements zeroed:
+// each element has exactly one non-zero contributor, its owner, so the integer sum is the owner's
+// bit pattern (no float rounding; -0, NaN and Inf kept as they are) and the result equals the
+// per-unit all-gathers' bit for bit. One collective instead of one per unit (on the 2-core CI
+// machine each Gloo collective is a chain of wake-ups with its own scheduling delays), and no
+// packed buffer: Gloo 1.13's all-gather copies through a flat output of the gathered size, so a
+// packed all-gather of every unit would add that to the peak memory ZeRO exists to cut. It sends
+// twice an all-gather's bytes (counted as such). Elsewhere (NCCL, whose collectives are cheap to
+// issue and whose bytes matter at scale) the all-gathers stay per unit.
+void Sharding::sync_params() {
+  torch::NoGradGuard no_grad;
+  if (!flat_param_.defined()) {
     for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
+    return;
+  }
+  const int64_t r = comm_.rank();
+  for (auto& u : units_) {
+    u->full.narrow(0, 0, r * u->shard).zero_();
+    const int64_t after = (r + 1) * u->shard;
+    u->full.narrow(0, after, u->padded - after).zero_();
+  }
+  auto bits = flat_param_.view(torch::kInt32);  // the same storage, read as integers
+  comm_.allreduce_sum(bits, "all_gather(params) as all_reduce");
 }
 
 // Stage 2, after the last micro-step: every unit's gradient reduce-scattered in one collective,
@@ -349,8 +381,7 @@ void Sharding::step(double lr, int64_t t) {
 // wake-ups over loopback). Rank-major packing: chunk r holds every unit's shard r (S elements,
 // the units' shards summed), so the collective's equal chunks are still the owners' shards; the
 // same sums as unit by unit. The packed buffer is allocated while every full gradient is live and
-// each unit's full gradient is freed once packed; the step's peak lies elsewhere (the optimizer's
-// all-gathers, which stay per unit for that reason): peak allocated bytes measured unchanged.
+// each unit's full gradient is freed once packed: peak allocated bytes measured unchanged.
 void Sharding::reduce_all_units() {
   torch::NoGradGuard no_grad;
   const int64_t W = comm_.world(), S = shard_sum();
@@ -474,8 +505,7 @@ void Sharding::load(const fs::path& dir) {
     ar.read(k + ".v", t);
     u->v.copy_(t);
   }
-  if (stage_ == 1 || stage_ == 2)
-    for (auto& u : units_) comm_.allgather(u->master, u->full, "all_gather(params)");
+  if (stage_ == 1 || stage_ == 2) sync_params();
 }
 
 }  // namespace lockstep::variants

@@ -7,7 +7,8 @@
 //
 //   stage 0  data parallel: bucketed all-reduce of the flat gradients (averaged; one buffer for
 //            all units, buckets of bucket_mb spanning units); every rank updates everything
-//   stage 1  + AdamW state sharded: each rank updates its shard; parameters all-gathered
+//   stage 1  + AdamW state sharded: each rank updates its shard; parameters all-gathered (on the
+//            CPU as one all-reduce of every unit's parameters: sync_params)
 //   stage 2  + gradients reduce-scattered into per-rank shards; the full gradient buffers are
 //            freed between steps
 //   stage 3  + parameters sharded: a unit's parameters are all-gathered just before its forward
@@ -100,6 +101,7 @@ class Sharding final : public workloads::UnitHooks {
   void release_grad_storage(Unit& u);
   void reduce_unit(Unit& u, bool accumulate);
   void reduce_all_units();     // stage 2: one reduce-scatter for every unit
+  void sync_params();          // stages 1-2: every rank's updated shards to every rank
   int64_t shard_sum() const;   // the units' shards, summed: one rank's chunk of a packed collective
   void pre_backward(int unit);
   torch::Tensor& owned_grad(Unit& u);
@@ -110,6 +112,7 @@ class Sharding final : public workloads::UnitHooks {
   int stage_;
   int64_t bucket_numel_;
   torch::Tensor flat_grad_;  // stages 0-1: every unit's gradient, one slice each, bucketed across units
+  torch::Tensor flat_param_;  // stages 1-2 on the CPU: every unit's parameters, one slice each
   ShardUpdate update_;
   std::vector<std::unique_ptr<Unit>> units_;
   bool first_micro_ = true;

@@ -66,7 +66,8 @@ class Comm {
 
   // In place: t = sum over ranks.
   void allreduce_sum(torch::Tensor& t, const char* what);
-  // full: (W * S) on every rank -> shard: (S) = sum over ranks of full[rank*S : (rank+1)*S].
+  // full: (W * S) on every rank -> shard: (S) = sum over ranks of full[rank*S : (rank+1)*S]. full
+  // is scratch: its contents are undefined afterwards.
   void reduce_scatter_sum(torch::Tensor& full, torch::Tensor& shard, const char* what);
   // shard: (S) -> full: (W * S), rank r's shard at [r*S, (r+1)*S).
   void allgather(torch::Tensor& shard, torch::Tensor& full, const char* what);
@@ -83,8 +84,8 @@ class Comm {
   // The collective this rank is waiting in right now; on NCCL (the host does not wait) the last
   // one issued. "" when none: read by the watchdog.
   std::string in_flight() const;
-  // Whether reduce_scatter is native, or emulated by one reduce per shard, each to its owner
-  // (Gloo in LibTorch 1.13 has none).
+  // Whether reduce_scatter is native, or emulated by an all-reduce of which each rank keeps its
+  // shard (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
 
  private:

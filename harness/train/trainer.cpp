@@ -223,7 +223,7 @@ TrainOutcome Trainer::run(StepObserver& observer) {
     out.env["cuda_graphs"] = "forward and backward replayed as CUDA graphs from step 2";
   if (m.who.world_size > 1 && !m.comm->native_reduce_scatter())
     out.env["reduce_scatter"] =
-        "emulated by one reduce per shard (this Gloo has no reduce_scatter)";
+        "emulated by an all-reduce, each rank keeping its shard (this Gloo has no reduce_scatter)";
 
   const int64_t last_step =
       s.opts.stop_after > 0 ? std::min(s.opts.stop_after, m.run.steps) : m.run.steps;
