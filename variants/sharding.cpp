@@ -257,15 +257,24 @@ void Sharding::pre_backward(int unit) {
   }
 }
 
-std::vector<double> Sharding::unit_grad_norms_sq() {
+std::vector<double> Sharding::unit_grad_norms_sq(torch::Tensor* loss) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   for (auto& u : units_) parts.push_back(owned_grad(*u).norm(2).pow(2).to(torch::kFloat64));
-  auto all = torch::stack(parts);
-  if (stage_ >= 2) comm_.allreduce_sum(all, "all_reduce(grad norm)");
+  const auto units = static_cast<int64_t>(parts.size());
+  auto all = torch::stack(parts);  // (U)
+  if (stage_ >= 2 && loss) {
+    auto packed = torch::cat({all, loss->reshape({-1})});  // (U + numel(loss))
+    comm_.allreduce_sum(packed, "all_reduce(grad norm, loss)");
+    all = packed.narrow(0, 0, units);
+    loss->copy_(packed.narrow(0, units, loss->numel()).view_as(*loss));
+  } else {
+    if (stage_ >= 2) comm_.allreduce_sum(all, "all_reduce(grad norm)");
+    if (loss) comm_.allreduce_sum(*loss, "all_reduce(loss)");
+  }
   all = all.cpu();
-  std::vector<double> out(static_cast<size_t>(all.numel()));
-  for (int64_t i = 0; i < all.numel(); ++i) out[static_cast<size_t>(i)] = all[i].item<double>();
+  std::vector<double> out(static_cast<size_t>(units));
+  for (int64_t i = 0; i < units; ++i) out[static_cast<size_t>(i)] = all[i].item<double>();
   return out;
 }
 

@@ -52,7 +52,11 @@ class Sharding final : public workloads::UnitHooks {
   void end_backward(bool last);
 
   // Squared L2 norm of the reduced gradient per unit (global: summed over shards and ranks).
-  std::vector<double> unit_grad_norms_sq();
+  // `loss`, if given: the step's loss on this rank, a float64 tensor on the communication device,
+  // summed across ranks in place by the same collective where the norms need one (stage >= 2:
+  // each rank holds a shard), else by its own. Two back-to-back scalar all-reduces were two
+  // rendezvous of every rank per step.
+  std::vector<double> unit_grad_norms_sq(torch::Tensor* loss = nullptr);
   // Non-finite elements in the reduced gradient (global).
   int64_t count_nonfinite_grads();
   // The same count as a (1) tensor on the communication device, before any read-back.

@@ -92,23 +92,20 @@ struct Trainer::Impl {
     m->sharding->end_backward(last_micro);
   }
 
-  // The step's mean loss over this rank's micro-batches, and over the global batch (every rank
-  // holds an equal share of it). Device tensors: read after the step's work is queued.
-  std::pair<torch::Tensor, torch::Tensor> mean_loss(const torch::Tensor& loss_sum) {
+  // The reduced gradients, unscaled (fp16), then their global and per-unit norms, and the step's
+  // mean loss over this rank's micro-batches and over the global batch (every rank holds an equal
+  // share of it): one collective where the norms need one (ZeRO 2-3), a host sync. Returns the
+  // (local, global) losses, device tensors.
+  std::pair<torch::Tensor, torch::Tensor> measure(const torch::Tensor& loss_sum, int64_t step,
+                                                  StepRecord& rec) {
     phase("optimizer");
     auto local_loss = loss_sum / static_cast<double>(m->data_cfg.grad_accum);
-    auto global_loss = local_loss.clone();
-    m->comm->allreduce_sum(global_loss, "all_reduce(loss)");
-    global_loss /= static_cast<double>(m->who.world_size);
-    return {local_loss, global_loss};
-  }
-
-  // The reduced gradients: unscaled (fp16), then their global and per-unit norms (a host sync).
-  void measure_grads(int64_t step, StepRecord& rec) {
     const double inv_scale = 1.0 / m->precision->loss_scale();
     if (inv_scale != 1.0) m->sharding->scale_grads(inv_scale);
     hooks.on_grads(step, *m->sharding);
-    auto unit_sq = m->sharding->unit_grad_norms_sq();
+    auto global_loss = local_loss.clone();
+    auto unit_sq = m->sharding->unit_grad_norms_sq(&global_loss);  // global_loss: summed
+    global_loss /= static_cast<double>(m->who.world_size);
     double norm_sq = 0;
     for (double v : unit_sq) {
       norm_sq += v;
@@ -116,6 +113,7 @@ struct Trainer::Impl {
     }
     rec.grad_norm = std::sqrt(norm_sq);
     if (!std::isfinite(rec.grad_norm)) rec.nonfinite_grads = m->sharding->count_nonfinite_grads();
+    return {local_loss, global_loss};
   }
 
   // Optimizer step: skipped on an fp16 overflow or, under [stability] skip_outlier_z, an outlier
@@ -303,8 +301,7 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
       loss_sum += loss.reported.detach().to(torch::kFloat64);
     }
 
-    auto [local_loss, global_loss] = s.mean_loss(loss_sum);
-    s.measure_grads(step, rec);
+    auto [local_loss, global_loss] = s.measure(loss_sum, step, rec);
     s.update(global_loss, rec);
     close_phase("optimizer");
 
