@@ -272,10 +272,9 @@ std::vector<double> Sharding::unit_grad_norms_sq(torch::Tensor* loss) {
     if (stage_ >= 2) comm_.allreduce_sum(all, "all_reduce(grad norm)");
     if (loss) comm_.allreduce_sum(*loss, "all_reduce(loss)");
   }
-  all = all.cpu();
-  std::vector<double> out(static_cast<size_t>(units));
-  for (int64_t i = 0; i < units; ++i) out[static_cast<size_t>(i)] = all[i].item<double>();
-  return out;
+  all = all.cpu().contiguous();  // one read-back, not one item() per unit
+  const double* v = all.data_ptr<double>();
+  return std::vector<double>(v, v + units);
 }
 
 torch::Tensor Sharding::nonfinite_grads_tensor() {
