@@ -2,7 +2,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
 #include <thread>
+
+#include "harness/util/process.h"
 
 namespace lockstep::dist {
 namespace {
@@ -20,6 +25,27 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
   if (master_addr == "127.0.0.1" || master_addr == "localhost")
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+// Gloo's TCP device serves its sockets from one event-loop thread (level-triggered epoll). When
+// data arrives while a ProcessGroupGloo worker holds the pair's lock, the loop's handler
+// try-locks, gives up "until the next tick" and goes back to epoll, which reports the same
+// readable socket at once: the loop spins, on the CPU the lock holder needs, until the scheduler
+// preempts it at its next tick. Measured on the 2-core CI machine with a rank per CPU: a third of
+// 16 KiB all-reduces took 3-4 ms (one tick at 250 Hz) instead of 0.2 ms, and the tiny model's
+// ddp2 step 16.5 ms (sd 2.1) instead of 11.1 (sd 0.6) (bench/RESULTS.md "Gloo's event loop"). At
+// SCHED_IDLE the loop runs only when nothing else on its CPU can, so it never preempts the lock
+// holder; its work (reading a socket, waking a waiter) is done as soon as the rank waits for it.
+// The loop is the thread the device's constructor starts; returns its ids.
+std::vector<int> gloo_device_with_idle_loop(const std::string& master_addr,
+                                            std::shared_ptr<::gloo::transport::Device>& device) {
+  const std::vector<int> before = util::thread_ids();
+  device = gloo_device(master_addr);
+  std::vector<int> set;
+  for (int tid : util::thread_ids())
+    if (!std::binary_search(before.begin(), before.end(), tid) && util::run_only_when_idle(tid))
+      set.push_back(tid);
+  return set;
 }
 #endif
 
@@ -79,7 +105,11 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
   } else {
 #if LOCKSTEP_HAVE_GLOO
     auto gopts = c10d::ProcessGroupGloo::Options::create(timeout_);
-    gopts->devices.push_back(gloo_device(who.master_addr));
+    std::shared_ptr<::gloo::transport::Device> dev;
+    idle_loop_ = gloo_device_with_idle_loop(who.master_addr, dev);
+    if (!idle_loop_.empty())
+      loop_policy_ = "SCHED_IDLE (runs when the rank waits; never preempts it)";
+    gopts->devices.push_back(dev);
     pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_, gopts);
 #else
     throw std::runtime_error(
@@ -135,12 +165,33 @@ void Comm::run(const char* what, uint64_t bytes, F&& issue) {
       const double ms = ms_since(t0);
       wait_.add_host_ms(ms);
       host_stream_ms_ += ms;
+      if (!idle_loop_.empty() && ms > kStarvedLoopMs && ++slow_waits_ == 2) restore_loop(what, ms);
     }
   } catch (const std::exception& e) {
     fail(what, e);
   }
   bytes_ += bytes;
   in_flight_.store(nullptr);
+}
+
+// A loop at SCHED_IDLE on a CPU that another process keeps busy waits for that process to block,
+// which a busy process never does: measured with one busy loop beside a 2-rank run, its
+// all-reduces took 70 ms (P50) instead of 0.7 and a compare 108 s instead of 28. Such waits are
+// far beyond a collective of this run's (1-3 ms on the tiny model), and they repeat: the second
+// collective that waits over kStarvedLoopMs puts the loop back to the default policy for the rest
+// of the run (one such wait is a peer that was late once: a stall, a slow first step), and the
+// run's environment says so.
+void Comm::restore_loop(const char* what, double ms) {
+  for (int tid : idle_loop_) util::run_normally(tid);
+  idle_loop_.clear();
+  char note[200];
+  std::snprintf(note, sizeof note,
+                "SCHED_OTHER (was SCHED_IDLE until a second collective waited over %.0f ms, %s: "
+                "%.0f ms; its CPU busy with other work, or a late peer)",
+                kStarvedLoopMs, what, ms);
+  loop_policy_ = note;
+  std::cerr << "rank " << rank_ << ": Gloo's event loop back to SCHED_OTHER: collective " << what
+            << " waited " << static_cast<int>(ms) << " ms\n";
 }
 
 void Comm::fail(const char* what, const std::exception& e) {

@@ -87,6 +87,11 @@ class Comm {
   // Whether reduce_scatter is native, or emulated by an all-reduce of which each rank keeps its
   // shard (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
+  // Gloo: the scheduling policy of its TCP device's event loop, which runs at SCHED_IDLE (comm.cpp
+  // says why) until a second collective waits over kStarvedLoopMs; "" on NCCL, on one rank, or
+  // where the kernel refused.
+  const std::string& loop_policy() const { return loop_policy_; }
+  static constexpr double kStarvedLoopMs = 50;
 
  private:
   template <typename F>
@@ -95,6 +100,7 @@ class Comm {
   // inside, which would read as a lost rank); throws std::invalid_argument otherwise.
   void check_device(const torch::Tensor& t, const char* what) const;
   [[noreturn]] void fail(const char* what, const std::exception& e);
+  void restore_loop(const char* what, double ms);
 
   int rank_ = 0, world_ = 1;
   torch::Device device_{torch::kCPU};
@@ -103,6 +109,9 @@ class Comm {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<compat::CommBackend> pg_;
   bool native_rs_ = true;
+  std::vector<int> idle_loop_;  // Gloo's event loop while it runs at SCHED_IDLE
+  std::string loop_policy_;
+  int slow_waits_ = 0;           // collectives that waited over kStarvedLoopMs
   bool stream_ordered_ = false;  // NCCL: waits are stream-ordered, timed by device events
   bool nvtx_ = false;
   WaitTime wait_;

@@ -258,6 +258,8 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   }
   s.hooks.finish(out);
   if (const std::string b = variants::sdpa_backend_used(); !b.empty()) out.env["sdpa_backend"] = b;
+  if (!m.comm->loop_policy().empty())  // why: harness/dist/comm.cpp
+    out.env["gloo_device_loop"] = m.comm->loop_policy();
   out.memory_per_rank =
       gather_memory(*m.comm, memory_stats(m.device), out.status == RunStatus::Ok);
   const auto mem = m.sharding->accounting();

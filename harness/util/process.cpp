@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 extern char** environ;
@@ -43,6 +44,31 @@ bool pin_to_cpus(pid_t pid, const std::vector<int>& cpus) {
   for (int c : cpus)
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   return CPU_COUNT(&set) > 0 && ::sched_setaffinity(pid, sizeof set, &set) == 0;
+}
+
+std::vector<int> thread_ids() {
+  std::vector<int> out;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    char* rest = nullptr;
+    const long tid = std::strtol(name.c_str(), &rest, 10);
+    if (rest != name.c_str() && *rest == '\0' && tid > 0) out.push_back(static_cast<int>(tid));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool run_only_when_idle(int tid) {
+  sched_param p{};
+  p.sched_priority = 0;
+  return ::sched_setscheduler(static_cast<pid_t>(tid), SCHED_IDLE, &p) == 0;
+}
+
+bool run_normally(int tid) {
+  sched_param p{};
+  p.sched_priority = 0;
+  return ::sched_setscheduler(static_cast<pid_t>(tid), SCHED_OTHER, &p) == 0;
 }
 
 long available_cores() {

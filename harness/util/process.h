@@ -22,6 +22,14 @@ std::vector<int> allowed_cpus();
 // Restricts a process (all threads it starts from now on) to `cpus`; false if the kernel refuses.
 bool pin_to_cpus(pid_t pid, const std::vector<int>& cpus);
 
+// The thread ids of this process (/proc/self/task), ascending; empty if it cannot tell.
+std::vector<int> thread_ids();
+// Thread `tid` of this process runs only when its CPU has nothing else to run (SCHED_IDLE): it
+// never preempts the process's other threads. false if the kernel refuses.
+bool run_only_when_idle(int tid);
+// Thread `tid` back to the default policy (SCHED_OTHER); false if the kernel refuses.
+bool run_normally(int tid);
+
 // A child process whose stdout and stderr go to a log file.
 struct Child {
   pid_t pid = -1;

@@ -108,6 +108,46 @@ TEST(Zero, EveryStageAlignsWithDataParallelAndWithOneRank) {
   EXPECT_NEAR(bytes(3, "param_bytes_per_rank") / bytes(0, "param_bytes_per_rank"), 0.5, 1e-3);
   EXPECT_GT(summaries[1]["comm_bytes_per_step"].get<double>(), 0);
   EXPECT_EQ(summaries[0]["environment"]["comm_backend"], "gloo");
+  // Gloo's event loop found (the thread its device started) and set to run when the rank waits
+  // (or back to the default policy, when another test kept its CPU busy: the test below).
+  EXPECT_NE(summaries[0]["environment"].value("gloo_device_loop", "").find("SCHED_IDLE"),
+            std::string::npos)
+      << summaries[0]["environment"].dump();
+}
+
+// Gloo's event loop runs at SCHED_IDLE, which starves on a CPU that another process keeps busy:
+// with a busy process on every core, a 2-rank run puts it back to the default policy (comm.cpp)
+// and still trains to the end, its losses those of the run without the busy processes.
+TEST(Comm, GlooLoopLeavesSchedIdleWhenItsCpuIsKeptBusy) {
+  TempDir tmp;
+  auto quiet = run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "quiet",
+                             "--quiet", "--no-history"},
+                            tmp.path(), 300);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  struct Hogs {  // killed however the test ends
+    std::vector<lockstep::util::Child> kids;
+    ~Hogs() {
+      for (auto& h : kids) ::kill(h.pid, SIGKILL);
+      for (auto& h : kids) lockstep::util::wait_for(h, 10);
+    }
+  } hogs;
+  for (int cpu : lockstep::util::allowed_cpus()) {
+    hogs.kids.push_back(lockstep::util::spawn({"/bin/sh", "-c", "while :; do :; done"},
+                                              tmp.path() / "hog.log", "hog"));
+    lockstep::util::pin_to_cpus(hogs.kids.back().pid, {cpu});
+  }
+  auto busy = run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "busy",
+                            "--quiet", "--no-history"},
+                           tmp.path(), 600);
+  ASSERT_EQ(busy.exit_code, 0) << busy.output;
+  const std::string policy =
+      read_json(tmp.path() / "busy" / "summary.json")["environment"].value("gloo_device_loop", "");
+  EXPECT_EQ(
+      policy.rfind("SCHED_OTHER (was SCHED_IDLE until a second collective waited over 50 ms", 0),
+      0u)
+      << policy;
+  EXPECT_EQ(losses(tmp.path() / "busy" / "metrics.jsonl"),
+            losses(tmp.path() / "quiet" / "metrics.jsonl"));
 }
 
 TEST(FaultTolerance, KilledRankFailsTheOthersWithinAMinuteNamingRankAndCollective) {

@@ -1,8 +1,16 @@
-// Small utilities of the LibTorch-free library: malloc and CPU-capability start-up settings.
+// Small utilities of the LibTorch-free library: malloc and CPU-capability start-up settings,
+// threads.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <thread>
 
 #include "harness/util/cpu_capability.h"
 #include "harness/util/malloc_tuning.h"
+#include "harness/util/process.h"
 
 using lockstep::util::with_malloc_tunables;
 
@@ -43,4 +51,27 @@ TEST(AtenCpuCapability, AsksForAvx512OnlyOnCpusWithAvx512Bf16) {
 TEST(AtenCpuCapability, NeverOverridesTheUsersChoice) {
   EXPECT_EQ(aten_cpu_capability_to_set("avx2", true), "");
   EXPECT_EQ(aten_cpu_capability_to_set("default", false), "");
+}
+
+// Gloo's event loop is found as the thread its device started and set to SCHED_IDLE
+// (harness/dist/comm.cpp): both halves on a real thread.
+TEST(ThreadIds, ListsAThreadWhileItRunsAndRunOnlyWhenIdleSetsItsPolicy) {
+  std::promise<int> tid_of;
+  std::promise<void> done;
+  std::thread t([&] {
+    tid_of.set_value(static_cast<int>(::gettid()));
+    done.get_future().wait();
+  });
+  const int tid = tid_of.get_future().get();
+  const auto ids = lockstep::util::thread_ids();
+  EXPECT_TRUE(std::binary_search(ids.begin(), ids.end(), tid)) << "thread " << tid;
+  EXPECT_TRUE(std::binary_search(ids.begin(), ids.end(), static_cast<int>(::getpid())));
+  EXPECT_EQ(::sched_getscheduler(tid), SCHED_OTHER);
+  EXPECT_TRUE(lockstep::util::run_only_when_idle(tid));
+  EXPECT_EQ(::sched_getscheduler(tid), SCHED_IDLE);
+  EXPECT_EQ(::sched_getscheduler(0), SCHED_OTHER);  // the caller keeps its own
+  done.set_value();
+  t.join();
+  const auto after = lockstep::util::thread_ids();
+  EXPECT_FALSE(std::binary_search(after.begin(), after.end(), tid));
 }
