@@ -11,6 +11,7 @@
 #   ddp_aa         configs/ddp2.toml against itself (2 ranks, turns rank by rank)
 #   ddp_slow5      ddp2 against ddp2 with faults.slowdown_pct = 5 on every rank
 #   ddp_zero2      ddp2 against configs/variants/zero2.toml: the report's tokens/s MDE
+# Last column: timing runs whose Gloo event loop left SCHED_IDLE (harness/dist/comm.cpp).
 #
 # PAUSE_FILE=F: while F exists, wait before the next trial (a shared dev machine holds the bench
 # between trials, never during one).
@@ -46,7 +47,7 @@ EOF
 slow5=$(ext_variant slow5 fp32 --slowdown-pct 5)
 drift=$(ext_variant drift bf16 --logit-drift 0.02)
 
-[ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\n' > "$out"
+[ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\tloop_restored\n' > "$out"
 # TRIAL_OFFSET: number the trials (and seed the bf16 cells) from TRIAL_OFFSET + 1, to extend a TSV.
 first=$((${TRIAL_OFFSET:-0} + 1)) last=$((${TRIAL_OFFSET:-0} + n))
 for ((t = first; t <= last; t++)); do
@@ -76,8 +77,13 @@ for ((t = first; t <= last; t++)); do
       continue
     fi
     python3 - "$dir/report.json" "$k" "$t" "$rc" >> "$out" <<'EOF'
-import json, sys
+import glob, json, os, sys
 r = json.load(open(sys.argv[1]))
+# Timing runs whose Gloo event loop went back from SCHED_IDLE to SCHED_OTHER (harness/dist/comm.cpp).
+restored = 0
+for f in glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "arms", "timing", "*", "summary.json")):
+    env = json.load(open(f)).get("environment", {})
+    restored += env.get("gloo_device_loop", "").startswith("SCHED_OTHER")
 k, t, rc = sys.argv[2:5]
 v = {c["name"]: c["verdict"] for c in r["checks"]}
 def num(x):
@@ -89,7 +95,7 @@ print("\t".join([k, t, rc, v.get("loss alignment", "-"), a.get("rule") or "-", p
                  v.get("throughput", "-"), v.get("p99 latency", "-"),
                  num(r["delta"]["tokens_per_sec_pct"]["value"]),
                  num((r.get("power") or {}).get("tokens_per_sec_mde_pct")),
-                 r.get("interleave", "-"), f"{r['wall_seconds'] / 60:.2f}"]))
+                 r.get("interleave", "-"), f"{r['wall_seconds'] / 60:.2f}", str(restored)]))
 EOF
     tail -n1 "$out" >&2
   done
