@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -106,7 +107,10 @@ Comm::Comm(const RankInfo& who, const ParallelConfig& cfg, const torch::Device& 
 #if LOCKSTEP_HAVE_GLOO
     auto gopts = c10d::ProcessGroupGloo::Options::create(timeout_);
     std::shared_ptr<::gloo::transport::Device> dev;
-    idle_loop_ = gloo_device_with_idle_loop(who.master_addr, dev);
+    if (const char* off = std::getenv("LOCKSTEP_NO_IDLE_GLOO_LOOP"); off && *off)
+      dev = gloo_device(who.master_addr);  // the user's choice: Gloo's loop as Gloo starts it
+    else
+      idle_loop_ = gloo_device_with_idle_loop(who.master_addr, dev);
     if (!idle_loop_.empty())
       loop_policy_ = "SCHED_IDLE (runs when the rank waits; never preempts it)";
     gopts->devices.push_back(dev);

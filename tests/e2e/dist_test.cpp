@@ -148,6 +148,16 @@ TEST(Comm, GlooLoopLeavesSchedIdleWhenItsCpuIsKeptBusy) {
       << policy;
   EXPECT_EQ(losses(tmp.path() / "busy" / "metrics.jsonl"),
             losses(tmp.path() / "quiet" / "metrics.jsonl"));
+  // LOCKSTEP_NO_IDLE_GLOO_LOOP=1 leaves the loop as Gloo starts it (and says nothing about it).
+  ::setenv("LOCKSTEP_NO_IDLE_GLOO_LOOP", "1", 1);
+  auto off = run_lockstep({"run", "configs/ddp2.toml", "--steps", "20", "--out", tmp / "off",
+                           "--quiet", "--no-history"},
+                          tmp.path(), 300);
+  ::unsetenv("LOCKSTEP_NO_IDLE_GLOO_LOOP");
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  const auto env = read_json(tmp.path() / "off" / "summary.json")["environment"];
+  EXPECT_EQ(env["comm_backend"], "gloo");
+  EXPECT_FALSE(env.contains("gloo_device_loop")) << env.dump();
 }
 
 TEST(FaultTolerance, KilledRankFailsTheOthersWithinAMinuteNamingRankAndCollective) {
