@@ -88,8 +88,8 @@ class Comm {
   // shard (Gloo in LibTorch 1.13 has none).
   bool native_reduce_scatter() const { return native_rs_; }
   // Gloo: the scheduling policy of its TCP device's event loop, which runs at SCHED_IDLE (comm.cpp
-  // says why) until a second collective waits over kStarvedLoopMs; "" on NCCL, on one rank, or
-  // where the kernel refused.
+  // says why) until a second collective waits over kStarvedLoopMs; "" without a Gloo group,
+  // with LOCKSTEP_NO_IDLE_GLOO_LOOP set, or where the kernel refused.
   const std::string& loop_policy() const { return loop_policy_; }
   static constexpr double kStarvedLoopMs = 50;
 
