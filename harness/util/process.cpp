@@ -59,16 +59,18 @@ std::vector<int> thread_ids() {
   return out;
 }
 
-bool run_only_when_idle(int tid) {
+namespace {
+bool set_policy(int tid, int policy) {  // a non-real-time policy: priority 0
   sched_param p{};
-  p.sched_priority = 0;
-  return ::sched_setscheduler(static_cast<pid_t>(tid), SCHED_IDLE, &p) == 0;
+  return ::sched_setscheduler(static_cast<pid_t>(tid), policy, &p) == 0;
 }
+}  // namespace
 
+bool run_only_when_idle(int tid) {
+  return set_policy(tid, SCHED_IDLE);
+}
 bool run_normally(int tid) {
-  sched_param p{};
-  p.sched_priority = 0;
-  return ::sched_setscheduler(static_cast<pid_t>(tid), SCHED_OTHER, &p) == 0;
+  return set_policy(tid, SCHED_OTHER);
 }
 
 long available_cores() {
