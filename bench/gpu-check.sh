@@ -3,11 +3,13 @@
 # the second right after the first (a lent machine cools 30 s after a call; the build folder
 # stays on it between the two):
 #
-#   bench/gpu-check.sh build      preflight (printed first; stops with one line on a mismatch), the
-#                                 kit unpacked into a private prefix (bench/gpu-kit.sh made it on a
-#                                 Debian machine; it travels as .gpu-kit/), the build against the
-#                                 machine's PyTorch LibTorch, the CUDA example plugin, and the
-#                                 CUDA-labelled tests (ctest -L cuda)
+#   bench/gpu-check.sh build      preflight (printed first; stops with one line on a mismatch), then
+#                                 the wheel build's own CMake invocation (tools/cuda-build.sh, the
+#                                 one `./lockstep` makes of build-cuda/ on every commit) against the
+#                                 machine's own torch (torch.utils.cmake_prefix_path), with the kit
+#                                 for what that machine lacks (bench/gpu-kit.sh made it on a Debian
+#                                 machine; it travels as .gpu-kit/), the CUDA example plugin out of
+#                                 tree, and the CUDA-labelled tests (ctest -L cuda)
 #   bench/gpu-check.sh measure    gpt2-124m on the GPU, in this order: bf16 vs bf16 + fused attention
 #                                 (with its function probe), bf16 vs bf16 + CUDA graphs, fp16 with
 #                                 dynamic loss scaling, bf16 vs bf16 + fused AdamW, bf16 vs bf16 +
@@ -15,11 +17,15 @@
 #                                 determinism check (two runs, loss curves bitwise equal) if time is
 #                                 left. Each item has its own deadline and leaves no process behind.
 #   bench/gpu-check.sh preflight  the preflight alone
-#   bench/gpu-check.sh --rehearse the same sequence on a CPU machine with the tiny preset, against
-#                                 the build in LOCKSTEP_GPU_BUILD_DIR (default ./build): same
-#                                 commands, same parsing, same Markdown (the GPU-only knobs become
-#                                 their CPU neighbours: no CUDA graphs, bf16 for fp16, gloo for
-#                                 nccl; the plugin is skipped). A test runs it on every commit.
+#   bench/gpu-check.sh --rehearse the same sequence on a CPU machine: the build step's very
+#                                 commands against the pinned wheel (wheels.lock, tools/torch-wheel.sh)
+#                                 in LOCKSTEP_GPU_BUILD_DIR (default ./build-cuda), then measure with
+#                                 the tiny preset: same commands, same parsing, same Markdown (the
+#                                 GPU-only knobs become their CPU neighbours: no CUDA graphs, bf16
+#                                 for fp16, gloo for nccl where the build has Gloo; the plugin is
+#                                 skipped). The CUDA-labelled tests are left to the suite, which runs
+#                                 them in that same build. A test of the wheel build's suite runs it
+#                                 on every commit.
 #
 # Results, partial ones too, are written as they come: OUT_DIR/gpu-check.md (a Markdown block for
 # bench/RESULTS.md, also printed on stdout at the end) and OUT_DIR/gpu-check.json.
@@ -29,7 +35,7 @@
 # The guide: docs/gpu.md.
 # Environment:
 #   LOCKSTEP_TORCH_DIR          a LibTorch (its CMake prefix); default: python3's torch
-#   LOCKSTEP_GPU_BUILD_DIR      build folder (default ./build-gpu; ./build when rehearsing)
+#   LOCKSTEP_GPU_BUILD_DIR      build folder (default ./build-gpu; ./build-cuda when rehearsing)
 #   LOCKSTEP_GPU_KIT            the kit's folder (default ./.gpu-kit)
 #   LOCKSTEP_NCCL_INCLUDE_DIR   a folder with nccl.h (default: the CUDA toolkit's, or pip's wheel)
 #   LOCKSTEP_GPU_BUILD_TARGETS  build these targets only ("none": configure only)
@@ -59,7 +65,7 @@ done
 [ -z "$cmd" ] && { say "usage: bench/gpu-check.sh build|measure|preflight [--rehearse] [OUT_DIR]"; exit 3; }
 
 if [ $rehearse -eq 1 ]; then
-  BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build}
+  BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build-cuda}
 else
   BUILD=${LOCKSTEP_GPU_BUILD_DIR:-$ROOT/build-gpu}
 fi
@@ -75,8 +81,9 @@ torch_cuda=""
 preflight() {
   local bad=()
   if [ $rehearse -eq 1 ]; then
-    say "preflight: rehearsal on the CPU: the build in $BUILD, the tiny preset"
-    [ -x "$BUILD/lockstep" ] || bad+=("no $BUILD/lockstep: build first (./lockstep build)")
+    say "preflight: rehearsal on the CPU: the pinned wheel's LibTorch, the build in $BUILD, the tiny preset"
+    [ -z "$torch_dir" ] && torch_dir=$("$ROOT/tools/torch-wheel.sh" prefix)
+    [ -n "$torch_dir" ] || bad+=("the pinned wheel's LibTorch (tools/torch-wheel.sh)")
     command -v python3 >/dev/null || bad+=("python3 (renders the Markdown)")
   else
     if command -v nvidia-smi >/dev/null; then
@@ -134,87 +141,32 @@ preflight() {
   say "preflight: ok"
 }
 
-# --- the kit: dpkg -x into a private prefix (ar + tar where there is no dpkg) ---------------------
-unpack_kit() {
-  local dest=$BUILD/kit-root deb
-  [ -f "$dest/.complete" ] && { echo "$dest"; return 0; }
-  rm -rf "$dest" && mkdir -p "$dest"
-  for deb in "$KIT"/*.deb; do
-    case $(basename "$deb") in libgloo-dev_*) continue ;; esac  # only where LibTorch has none
-    if command -v dpkg-deb >/dev/null; then
-      dpkg-deb -x "$deb" "$dest" || return 1
-    else
-      python3 - "$deb" "$dest" <<'PY' || return 1
-import sys, tarfile, io
-deb, dest = sys.argv[1], sys.argv[2]
-data = open(deb, "rb").read()
-assert data[:8] == b"!<arch>\n", deb
-pos = 8
-while pos < len(data):
-    name = data[pos:pos + 16].decode().strip().rstrip("/")
-    size = int(data[pos + 48:pos + 58])
-    body = data[pos + 60:pos + 60 + size]
-    if name.startswith("data.tar"):
-        tarfile.open(fileobj=io.BytesIO(body)).extractall(dest)
-    pos += 60 + size + (size & 1)
-PY
-    fi
-  done
-  touch "$dest/.complete"
-  echo "$dest"
-}
-
-# --- build ----------------------------------------------------------------------------------------
+# --- build: the wheel build's CMake invocation (tools/cuda-build.sh), on this machine's torch ----
 build() {
-  local args=(-DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_SANITIZED_TESTS=OFF)
-  [ -n "$torch_dir" ] && args+=("-DLOCKSTEP_TORCH_DIR=$torch_dir")
-  local nccl_inc=${LOCKSTEP_NCCL_INCLUDE_DIR:-}
-  if [ -z "$nccl_inc" ] && [ -n "$torch_dir" ]; then
-    # pip's CUDA LibTorch ships no nccl.h; its nvidia-nccl wheel does.
-    local site header
-    site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null || true)
-    if [ -n "$site" ] && [ -d "$site/nvidia" ]; then
-      header=$(find "$site/nvidia" -name nccl.h -print -quit 2>/dev/null)
-      [ -n "$header" ] && nccl_inc=$(dirname "$header")
-    fi
-  fi
-  [ -n "$nccl_inc" ] && args+=("-DLOCKSTEP_NCCL_INCLUDE_DIR=$nccl_inc")
-  [ -n "${CUDACXX:-}" ] && args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$CUDACXX")")")
-  if ls "$KIT"/*.deb >/dev/null 2>&1; then
-    local kit lib
-    kit=$(unpack_kit) || { say "could not unpack the kit $KIT"; return 2; }
-    lib=$kit/usr/lib/x86_64-linux-gnu
-    args+=("-DCMAKE_PREFIX_PATH=$kit/usr" "-DLOCKSTEP_GTEST_SOURCE_DIR=$kit/usr/src/googletest"
-      "-DLOCKSTEP_EXTRA_INCLUDE_DIR=$kit/usr/include"
-      "-DSQLite3_INCLUDE_DIR=$kit/usr/include" "-DSQLite3_LIBRARY=$lib/libsqlite3.so"
-      "-DOPENSSL_ROOT_DIR=$kit/usr" "-DOPENSSL_INCLUDE_DIR=$kit/usr/include"
-      "-DOPENSSL_CRYPTO_LIBRARY=$lib/libcrypto.so")
-    say "kit unpacked in $kit"
-  fi
-  # 16 cores: one file a job beats unity batches.
-  [ "$(nproc)" -ge 8 ] && args+=(-DLOCKSTEP_UNITY_BUILD=OFF)
-  command -v ninja >/dev/null && args+=(-G Ninja)
-  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$BUILD" "${args[@]}" >&2 || { say "cmake could not configure the build"; return 2; }
-  fi
   # LOCKSTEP_GPU_BUILD_TARGETS: other targets (build-system names or object files), "none" to
-  # configure only.
+  # configure only. By default what the CUDA tests and the measure call need, not the whole suite.
   local targets=(lockstep cuda_path_tests)
-  if [ -n "${LOCKSTEP_GPU_BUILD_TARGETS:-}" ]; then
-    [ "$LOCKSTEP_GPU_BUILD_TARGETS" = none ] && { say "configured"; return 0; }
-    read -r -a targets <<< "$LOCKSTEP_GPU_BUILD_TARGETS"
-    cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2 || { say "build failed"; return 2; }
-    return 0
-  fi
-  if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
-    targets+=(fused_cuda_tests)
-  fi
-  cmake --build "$BUILD" --target "${targets[@]}" --parallel "$(nproc)" >&2 || { say "build failed"; return 2; }
-  if grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
-    # Out of tree against the installed plugin SDK, for this GPU's architecture only.
+  [ -n "${LOCKSTEP_GPU_BUILD_TARGETS:-}" ] && read -r -a targets <<< "$LOCKSTEP_GPU_BUILD_TARGETS"
+  local kit=""
+  ls "$KIT"/*.deb >/dev/null 2>&1 && kit=$KIT
+  if [ $rehearse -eq 0 ]; then
+    # This GPU's own architecture only (checked: 9.0 gives only sm_90 + compute_90), so the build
+    # takes less of the budget; the wheel build here compiles for 9.0+PTX.
     local arch
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 || true)
-    [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$arch}
+    [[ $arch =~ ^[0-9]+\.[0-9]+$ ]] && export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$arch+PTX}
+  fi
+  # The rehearsal runs inside the wheel build's own suite: its build step must find that build
+  # configured by this very invocation (nothing reconfigured under the running tests).
+  LOCKSTEP_CUDA_BUILD_SAME=$rehearse LOCKSTEP_GPU_KIT=$kit \
+    "$ROOT/tools/cuda-build.sh" "$BUILD" "$torch_dir" "${targets[@]}" || return 2
+  [ -n "${LOCKSTEP_GPU_BUILD_TARGETS:-}" ] && return 0
+  # The rehearsal leaves the plugin to the suite's plugin_fused_cuda_build (the same script, the same
+  # folder: it must not run twice at once).
+  if [ $rehearse -eq 0 ] && grep -q fused_cuda_kernels "$BUILD/tests/CTestTestfile.cmake" 2>/dev/null; then
+    cmake --build "$BUILD" --target fused_cuda_tests --parallel "$(nproc)" >&2 || { say "build failed"; return 2; }
+    # Out of tree against the installed plugin SDK (the suite's plugin_fused_cuda_build does the
+    # same in the wheel build).
     if ! "$ROOT/examples/plugins/build-example.sh" "$BUILD" fused_cuda > "$BUILD/gpu-check-plugin.log" 2>&1; then
       tail -n 30 "$BUILD/gpu-check-plugin.log" >&2
       say "the fused_cuda plugin did not build"
@@ -322,6 +274,8 @@ measure() {
   local graphs=(--set-variant run.cuda_graphs=true) fp16=configs/variants/fp16.toml nccl=nccl adamw=()
   if [ $rehearse -eq 1 ]; then
     graphs=() fp16=configs/variants/bf16.toml nccl=gloo adamw=(--set-variant optim.impl=adamw)
+    # A build without Gloo (the wheel build) has no CPU group to stand in for NCCL.
+    grep -q '^gloo=ON$' "$BUILD/lockstep-build.txt" 2>/dev/null || nccl=""
   fi
   compare bf16_vs_fused_attention 150 configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml
   compare bf16_vs_cuda_graphs 60 configs/variants/bf16.toml configs/variants/bf16.toml \
@@ -349,7 +303,11 @@ measure() {
       "$ROOT/configs/variants/bf16_fused_attention.toml" "${csets[@]}" \
       --json "$OUT/kernel_conformance.json"
   fi
-  run nccl_1rank 30 configs/variants/bf16.toml --set parallel.backend=$nccl
+  if [ -n "$nccl" ]; then
+    run nccl_1rank 30 configs/variants/bf16.toml --set parallel.backend=$nccl
+  else
+    record nccl_1rank run skipped 0 "not run: this build has no Gloo to stand in for NCCL on the CPU"
+  fi
   compare fp32_vs_tf32 60 configs/baseline.toml configs/variants/tf32.toml
   run determinism_a 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_a.loss"
   run determinism_b 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_b.loss"
@@ -402,6 +360,7 @@ case $cmd in
     ;;
   all)
     preflight || exit 3
+    build || exit 2
     measure
     exit $status
     ;;

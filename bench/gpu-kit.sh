@@ -10,11 +10,45 @@
 # only when the LibTorch has none of its own).
 #
 # usage: bench/gpu-kit.sh [KIT_DIR]        (default: .gpu-kit in the checkout)
+#        bench/gpu-kit.sh --unpack KIT_DIR DEST
 # Prints the kit's folder and size on stdout; progress on stderr. Exit 0, or 1 when a package could
-# not be downloaded.
+# not be downloaded. --unpack (tools/cuda-build.sh, on the GPU machine) extracts every package but
+# libgloo-dev (its Gloo is not the wheel's revision: CMakeLists.txt "Gloo") into DEST, once (a
+# .complete mark), with dpkg-deb, or ar + tar in Python where there is no dpkg, and prints DEST.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+if [ "${1:-}" = --unpack ]; then
+  kit=${2:?usage: bench/gpu-kit.sh --unpack KIT_DIR DEST}
+  dest=${3:?usage: bench/gpu-kit.sh --unpack KIT_DIR DEST}
+  [ -f "$dest/.complete" ] && { echo "$dest"; exit 0; }
+  rm -rf "$dest" && mkdir -p "$dest"
+  for deb in "$kit"/*.deb; do
+    case $(basename "$deb") in libgloo-dev_*) continue ;; esac
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$dest"
+    else
+      python3 - "$deb" "$dest" <<'PY'
+import sys, tarfile, io
+deb, dest = sys.argv[1], sys.argv[2]
+data = open(deb, "rb").read()
+assert data[:8] == b"!<arch>\n", deb
+pos = 8
+while pos < len(data):
+    name = data[pos:pos + 16].decode().strip().rstrip("/")
+    size = int(data[pos + 48:pos + 58])
+    body = data[pos + 60:pos + 60 + size]
+    if name.startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(body)).extractall(dest)
+    pos += 60 + size + (size & 1)
+PY
+    fi
+  done
+  touch "$dest/.complete"
+  echo "$dest"
+  exit 0
+fi
 KIT=${1:-$ROOT/.gpu-kit}
 # Debian 12 names. The -dev packages hold headers and CMake files; libsqlite3-0 and libssl3 the
 # shared libraries those -dev packages' .so links point to.

@@ -28,9 +28,10 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/torch.h>
 
-// pip's LibTorch wheels ship no Gloo headers (ProcessGroupGloo.hpp includes them): there the gloo
-// backend is unavailable and says so (the GPU path uses NCCL).
-#if __has_include(<gloo/algorithm.h>)
+// pip's LibTorch wheels ship no Gloo headers (ProcessGroupGloo.hpp includes them), and another
+// revision's would not match the library: there the build defines LOCKSTEP_NO_GLOO (CMakeLists.txt)
+// and the gloo backend is unavailable and says so (the GPU path uses NCCL).
+#if !defined(LOCKSTEP_NO_GLOO) && __has_include(<gloo/algorithm.h>)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #define LOCKSTEP_HAVE_GLOO 1
 #else
