@@ -21,12 +21,15 @@ namespace lockstep::testing {
 
 namespace fs = std::filesystem;
 
-// Debian's python3 (the one python3-torch installs into) first in PATH, as on a clean CI machine:
-// a pyenv or virtualenv python3 earlier in PATH may lack torch. The child runs inherit it. Call
-// once at static initialisation: `const bool kDebianPythonFirst = debian_python_first();`.
-inline bool debian_python_first() {
+// The build's own Python first in PATH (LOCKSTEP_TEST_PYTHON's folder: Debian's /usr/bin, where
+// python3-torch 1.13 is, for the Debian build; the project venv's bin, torch 2.11.0 from the same
+// wheel, for the wheel build), so that `python3` in a trainer's command runs on this build's
+// LibTorch: a pyenv or other python3 earlier in PATH may lack torch. The child runs inherit it.
+// Call once at static initialisation: `const bool kBuildPythonFirst = build_python_first();`.
+inline bool build_python_first() {
+  const std::string dir = fs::path(LOCKSTEP_TEST_PYTHON).parent_path().string();
   const char* path = std::getenv("PATH");
-  ::setenv("PATH", (std::string("/usr/bin:/bin") + (path ? ":" + std::string(path) : "")).c_str(), 1);
+  ::setenv("PATH", (dir + ":/usr/bin:/bin" + (path ? ":" + std::string(path) : "")).c_str(), 1);
   return true;
 }
 

@@ -1,5 +1,6 @@
 // The trainer protocol 2 end to end (docs/protocol.md): the real binary runs a real Python trainer
-// (tests/external/protocol2_trainer.py, on python/lockstep_trainer and Debian's python3-torch) that
+// (tests/external/protocol2_trainer.py, on python/lockstep_trainer and the build's
+// own Python: cli_util.h build_python_first) that
 // announces turns, noise and probe, well or in one of the ways a real one goes wrong. A protocol 1
 // trainer (tests/external/protocol_trainer.py) is judged as before, and the report says so.
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const bool kDebianPythonFirst = lockstep::testing::debian_python_first();
+const bool kBuildPythonFirst = lockstep::testing::build_python_first();
 
 const char* kV2 = "tests/configs/external_protocol2.toml";
 const char* kV1 = "tests/configs/external_protocol.toml";

@@ -2,7 +2,8 @@
 // ([external] command). tests/external/protocol_trainer.py speaks the metrics protocol, well or in
 // one of the ways a real trainer goes wrong ($TRAINER_MODE, set through external.env), with a
 // loss that is a known function of seed and step; examples/external/train.py is a nanoGPT-style
-// run on Debian's python3-torch; `lockstep run` itself is an external trainer too.
+// run on the build's own Python (cli_util.h build_python_first: Debian's python3-torch for the
+// Debian build, the venv's torch 2.11 for the wheel build); `lockstep run` itself is an external trainer too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const bool kDebianPythonFirst = lockstep::testing::debian_python_first();
+const bool kBuildPythonFirst = lockstep::testing::build_python_first();
 
 const char* kProtocol = "tests/configs/external_protocol.toml";
 
@@ -318,7 +319,7 @@ TEST(ExternalRun, LockstepRunAsAnExternalCommandGivesTheSameCurve) {
   EXPECT_EQ(read_json(tmp.path() / "ext" / "summary.json")["environment"]["trainer"], "external");
 }
 
-// ---- the example: a nanoGPT-style trainer on python3-torch, fp32 vs bf16 ------------------------
+// ---- the example: a nanoGPT-style trainer on the build's torch, fp32 vs bf16 --------------------
 
 // The values of the report, not its timings: the timing checks run with bounds no measurement can
 // cross (tests/external/values_only_policy.toml), so the verdict is the alignment's.
@@ -395,4 +396,53 @@ TEST(ExternalExample, TheReadmesMinimalTrainerIsTheOneThatRuns) {
   const auto l = losses(tmp.path() / "a" / "metrics.jsonl");
   ASSERT_EQ(l.size(), 50u);
   EXPECT_LT(l.back(), 0.5 * l.front());
+}
+
+// ---- two optimizations only PyTorch 2.x has (issue 51), on the wheel build's own torch ----------
+
+// torch.compile (Inductor's C++ on the CPU) and F.scaled_dot_product_attention in the example
+// trainer, each gated end to end against the eager fp32 baseline with the whole gate: approximate
+// (declared by the variant), the noise envelope and the function probe (whose forwards run the
+// compiled model, or the fused attention), timing pairs that take turns. Values only: the timing
+// checks run under values_only_policy.toml; the speed is measured in bench/RESULTS.md.
+class ExternalTorch2 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExternalTorch2, VariantIsApproximatelyTheSameMath) {
+  TempDir tmp;
+  const std::string variant = std::string("examples/external/") + GetParam() + ".toml";
+  auto r = run_lockstep({"compare", "examples/external/baseline.toml", variant, "--steps", "30",
+                         "--policy", "tests/external/values_only_policy.toml", "--out", tmp / "c",
+                         "--no-history"},
+                        tmp.path(), 1200);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto rep = read_json(tmp.path() / "c" / "report.json");
+  EXPECT_EQ(rep["verdict"], "pass") << r.output;
+  EXPECT_EQ(rep["alignment"]["class"], "approximate");
+  ASSERT_TRUE(rep["alignment"]["envelope"].is_object()) << r.output;
+  EXPECT_TRUE(rep["alignment"]["envelope"]["inside"].get<bool>()) << rep["alignment"].dump();
+  ASSERT_TRUE(rep["alignment"]["probe"].contains("steps")) << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
+  EXPECT_EQ(rep["interleave"], "step") << rep["interleave_note"];
+  const fs::path arms = tmp.path() / "c" / "arms";
+  const auto b = losses(arms / "baseline" / "metrics.jsonl"),
+             v = losses(arms / "variant" / "metrics.jsonl");
+  ASSERT_EQ(v.size(), 30u);
+  EXPECT_LT(std::fabs(b.back() - v.back()), 0.01) << b.back() << " vs " << v.back();
+  EXPECT_LT(v.back(), v.front() - 0.5);  // the variant learns
+  EXPECT_TRUE(rep["determinism"]["variant_ok"].get<bool>()) << rep["determinism"].dump();
+  EXPECT_EQ(rep["variant"]["tokens_per_sec_repeats"].size(), 5u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ExternalTorch2, ::testing::Values("compile", "sdpa"));
+
+// On torch 1.13 the trainer refuses both in one line naming what it needs (exit 2 from the run:
+// a trainer that exits non-zero before its first step).
+TEST(ExternalTorch2Refused, OnTorch1TheTrainerSaysWhatItNeeds) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", "examples/external/compile.toml", "--steps", "10", "--out",
+                         tmp / "a", "--quiet", "--no-history"},
+                        tmp.path());
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--compile and --attention sdpa need PyTorch 2.x"), std::string::npos)
+      << r.output;
 }

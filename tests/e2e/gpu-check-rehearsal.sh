@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# bench/gpu-check.sh --rehearse (issue 36): the GPU check's whole sequence on this CPU with the
-# tiny preset, against this build: same commands, same parsing, same Markdown and JSON. Asserts
-# that every item ran (the plugin excepted: no CUDA here), that each comparison's row carries
-# figures and a verdict, that the determinism check compared two loss files, and that the JSON
-# agrees with the Markdown.
+# bench/gpu-check.sh --rehearse (issues 36, 51): the GPU check's whole sequence on this CPU, against
+# this build (the wheel build): its build step (tools/cuda-build.sh against the pinned wheel's
+# LibTorch, which must find this build configured by exactly that invocation), then measure with
+# the tiny preset: same commands, same parsing, same Markdown and JSON. Asserts that every item ran
+# (the plugin excepted: no device here; the 1-rank group where the build has Gloo to stand in for
+# NCCL), that each comparison's row carries figures and a verdict, that the determinism check
+# compared two loss files, and that the JSON agrees with the Markdown.
 #
 # usage: gpu-check-rehearsal.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
@@ -26,7 +28,13 @@ for label in "bf16 vs bf16 + fused attention" "bf16 vs bf16 + CUDA graphs" "bf16
     fail "no figures for '$label'"
 done
 grep -Eq '^\| fp16, dynamic loss scaling \| [0-9,]+ \|' "$md" || fail "no figures for the fp16 run"
-grep -Eq '^\| bf16, 1-rank NCCL group \| [0-9,]+ \| .*backend gloo' "$md" || fail "no figures for the 1-rank group"
+grep -q 'cuda-build: .*configured with exactly this invocation' "$tmp/stderr" ||
+  fail "the build step did not find this build configured by the wheel build's invocation"
+if grep -q '^gloo=ON$' "$build/lockstep-build.txt"; then
+  grep -Eq '^\| bf16, 1-rank NCCL group \| [0-9,]+ \| .*backend gloo' "$md" || fail "no figures for the 1-rank group"
+else
+  grep -q 'nccl_1rank (not run: this build has no Gloo' "$md" || fail "the 1-rank group's absence is not said"
+fi
 grep -q '^Determinism (two runs, same config and seed): bitwise equal (20 steps' "$md" || fail "determinism not checked"
 grep -q 'bf16_vs_fused_cuda (not run: no CUDA plugin built)' "$md" || fail "the plugin's absence is not said"
 grep -Eq '^Kernel conformance \(.*\): \*\*pass\*\*, [0-9]+ kernel\(s\), [0-9]+ checks' "$md" || fail "no kernel conformance line"

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 TEST(SketchParity, PythonHelperEqualsCppBitForBit) {
   const fs::path dir = fs::temp_directory_path() / ("sketch-parity-" + std::to_string(std::random_device{}()));
   const std::string src = LOCKSTEP_SOURCE_DIR;
-  const std::string cmd = "PYTHONPATH='" + src + "/python' /usr/bin/python3 '" + src +
+  const std::string cmd = "PYTHONPATH='" + src + "/python' '" LOCKSTEP_TEST_PYTHON "' '" + src +
                           "/tests/numerics/sketch_parity.py' '" + dir.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto py = lockstep::train::read_probe(dir);
