@@ -17,6 +17,15 @@ to this repository, or installed): it takes turns with its peer in timing runs, 
 noise envelope's weight noise when asked, and writes checkpoints and function-probe sketches, so
 its comparisons get the same gate as Lockstep's own trainer (docs/protocol.md). --logit-drift D
 plants a bug for the gate to find: attention logits scaled by 1 + D.
+
+Two optimizations that only PyTorch 2.x has (examples/external/compile.toml and sdpa.toml; run them
+on the project venv's torch 2.11, `./lockstep cuda compare ...` puts it first in PATH):
+--compile runs the training forward and backward through torch.compile (Inductor; on the CPU it
+generates and compiles C++), and the probe judges the compiled function's logits (the tensors
+inside come from an eager forward: a compiled graph runs no hooks); --attention sdpa computes
+attention with F.scaled_dot_product_attention (on the CPU, PyTorch's flash kernel) instead of the
+explicit softmax(q k^T) v, so the scores are never stored (a probe forward computes them for the
+probe alone, from the kernel's own q and k).
 """
 import argparse
 import math
@@ -32,10 +41,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import lockstep_trainer as lt  # noqa: E402  (the repository's copy, else an installed one)
 
 
+def compiling():
+    """Whether torch.compile is tracing this code (PyTorch 2.x): the probe's recording (Python side
+    effects) stays out of compiled graphs."""
+    return hasattr(torch, "compiler") and torch.compiler.is_compiling()
+
+
 class Block(nn.Module):
-    def __init__(self, d, heads, logit_drift=0.0, name="block"):
+    def __init__(self, d, heads, logit_drift=0.0, name="block", sdpa=False):
         super().__init__()
-        self.heads, self.logit_scale, self.name = heads, 1.0 + logit_drift, name
+        self.heads, self.logit_scale, self.name, self.sdpa = heads, 1.0 + logit_drift, name, sdpa
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
@@ -44,8 +59,16 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)  # (B, T, C) each
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (self.logit_scale / math.sqrt(C // self.heads))  # (B, H, T, T)
-        lt.record(self.name + ".attn_logits", att)  # the probe sees the scores (no-op in training)
+        scale = self.logit_scale / math.sqrt(C // self.heads)
+        if self.sdpa:  # one fused kernel: softmax(q k^T * scale, causal) v, the scores never stored
+            if lt.ProbeRecorder.active is not None:  # a probe forward: the scores the kernel
+                lt.record(self.name + ".attn_logits", (q @ k.transpose(-2, -1)) * scale)  # softmaxes
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+            x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+        att = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, T)
+        if not compiling():  # the probe sees the scores (no-op in training)
+            lt.record(self.name + ".attn_logits", att)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
@@ -54,10 +77,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, T, d, layers, heads, logit_drift=0.0):
+    def __init__(self, vocab, T, d, layers, heads, logit_drift=0.0, sdpa=False):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(T, d)
-        self.blocks = nn.ModuleList(Block(d, heads, logit_drift, "blocks.%d" % i) for i in range(layers))
+        self.blocks = nn.ModuleList(Block(d, heads, logit_drift, "blocks.%d" % i, sdpa) for i in range(layers))
         self.ln = nn.LayerNorm(d)
         for name, p in self.named_parameters():
             if p.dim() == 2:
@@ -103,6 +126,10 @@ def main():
     ap.add_argument("--vocab", type=int, default=128)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--logit-drift", type=float, default=0.0)
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (PyTorch 2.x: Inductor)")
+    ap.add_argument("--attention", choices=["math", "sdpa"], default="math",
+                    help="sdpa: F.scaled_dot_product_attention (PyTorch 2.x) instead of the explicit scores")
     ap.add_argument("--slowdown-pct", type=float, default=0.0,
                     help="a planted slowdown made of real work: GEMMs for this percent of the step's time")
     args = ap.parse_args()
@@ -112,7 +139,13 @@ def main():
     torch.set_num_threads(1)  # a fixed thread count: part of determinism
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(args.seed)
-    model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads, args.logit_drift)
+    if (args.compile or args.attention == "sdpa") and not hasattr(torch, "compile"):
+        sys.exit("train.py: --compile and --attention sdpa need PyTorch 2.x; this is torch %s "
+                 "(run on the project venv: ./lockstep cuda ...)" % torch.__version__)
+    model = GPT(args.vocab, args.seq, args.d_model, args.layers, args.heads, args.logit_drift,
+                sdpa=args.attention == "sdpa")
+    # The same parameters, one compiled callable over them: training and the probe both call it.
+    step_model = torch.compile(model) if args.compile else model
     decay = [p for p in model.parameters() if p.dim() == 2]
     rest = [p for p in model.parameters() if p.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -124,9 +157,21 @@ def main():
     if ls.probe_mode:  # forwards at the baseline's checkpoints, on batches no step has seen
         probe_g = torch.Generator().manual_seed(args.seed + 1_000_003)
         batches = [markov_batch(succ, probe_g, args.batch, args.seq)[0] for _ in range(ls.probe_batches)]
+        # Compiled, the probe judges what the compiled function returns, the logits. A compiled
+        # graph runs no Python side effects (module hooks, lt.record), so the tensors inside come
+        # from an eager forward at the same weights first, and the recording pauses meanwhile.
+        compiled = torch.compile(model.logits) if args.compile else None
         def forward(x):
             with autocast():
-                return model.logits(x)  # (B, T, V)
+                eager = model.logits(x)  # (B, T, V)
+                if compiled is None:
+                    return eager
+                rec, lt.ProbeRecorder.active = lt.ProbeRecorder.active, None
+                rec._active = False
+                try:
+                    return compiled(x)
+                finally:
+                    rec._active, lt.ProbeRecorder.active = True, rec
         ls.run_probe(model, load=lambda path: model.load_state_dict(torch.load(path)),
                      forward=forward, batches=batches)
         return
@@ -139,7 +184,7 @@ def main():
             t1 = time.perf_counter()
             with ls.weight_noise(model, step):  # W (1 + e) for the forward and backward only
                 with autocast():
-                    loss = model(x, y)
+                    loss = step_model(x, y)
                 t2 = time.perf_counter()
                 loss.backward()
             t3 = time.perf_counter()
