@@ -321,6 +321,17 @@ TEST(ExternalRun, LockstepRunAsAnExternalCommandGivesTheSameCurve) {
 
 // ---- the example: a nanoGPT-style trainer on the build's torch, fp32 vs bf16 --------------------
 
+// An approximate variant of train.py judged with the whole gate and passing it: the class it
+// declared, the noise envelope, the function probe, timing pairs that take turns.
+static void expect_whole_gate_passed_approximate(const nlohmann::json& rep, const std::string& output) {
+  EXPECT_EQ(rep["alignment"]["class"], "approximate");
+  ASSERT_TRUE(rep["alignment"]["envelope"].is_object()) << output;
+  EXPECT_TRUE(rep["alignment"]["envelope"]["inside"].get<bool>()) << rep["alignment"].dump();
+  ASSERT_TRUE(rep["alignment"]["probe"].contains("steps")) << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
+  EXPECT_EQ(rep["interleave"], "step") << rep["interleave_note"];
+}
+
 // The values of the report, not its timings: the timing checks run with bounds no measurement can
 // cross (tests/external/values_only_policy.toml), so the verdict is the alignment's.
 TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
@@ -337,15 +348,10 @@ TEST(ExternalExample, Fp32AgainstBf16ThroughACompare) {
   // other keys from the variant since the policy file leaves it unset), judged with the whole
   // gate: train.py speaks the trainer protocol 2 (python/lockstep_trainer), so the noise
   // envelope, the function probe and timing pairs that take turns (docs/protocol.md).
-  EXPECT_EQ(rep["alignment"]["class"], "approximate");
+  expect_whole_gate_passed_approximate(rep, r.output);
   EXPECT_EQ(rep["trainer_protocol"]["baseline"]["protocol"], 2);
   EXPECT_TRUE(rep["trainer_protocol"]["variant"]["lacks"].empty());
-  ASSERT_TRUE(rep["alignment"]["envelope"].is_object()) << r.output;
   EXPECT_EQ(rep["alignment"]["envelope"]["runs"], 3);
-  EXPECT_TRUE(rep["alignment"]["envelope"]["inside"].get<bool>()) << rep["alignment"].dump();
-  ASSERT_TRUE(rep["alignment"]["probe"].contains("steps")) << rep["alignment"].dump();
-  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
-  EXPECT_EQ(rep["interleave"], "step") << rep["interleave_note"];
   // bf16 rounds differently: not the same curve, but close to it.
   const fs::path arms = tmp.path() / "c" / "arms";
   const auto b = losses(arms / "baseline" / "metrics.jsonl"),
@@ -417,12 +423,7 @@ TEST_P(ExternalTorch2, VariantIsApproximatelyTheSameMath) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto rep = read_json(tmp.path() / "c" / "report.json");
   EXPECT_EQ(rep["verdict"], "pass") << r.output;
-  EXPECT_EQ(rep["alignment"]["class"], "approximate");
-  ASSERT_TRUE(rep["alignment"]["envelope"].is_object()) << r.output;
-  EXPECT_TRUE(rep["alignment"]["envelope"]["inside"].get<bool>()) << rep["alignment"].dump();
-  ASSERT_TRUE(rep["alignment"]["probe"].contains("steps")) << rep["alignment"].dump();
-  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
-  EXPECT_EQ(rep["interleave"], "step") << rep["interleave_note"];
+  expect_whole_gate_passed_approximate(rep, r.output);
   const fs::path arms = tmp.path() / "c" / "arms";
   const auto b = losses(arms / "baseline" / "metrics.jsonl"),
              v = losses(arms / "variant" / "metrics.jsonl");
