@@ -26,7 +26,13 @@ IFS=, read -r -a kinds <<< "$scenarios"
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export PATH="/usr/bin:/bin:$PATH"  # Debian's python3, where python3-torch is
+# The trainer's Python on the binary's own LibTorch: the project venv's (torch 2.11, the same wheel)
+# for the wheel build's binary, Debian's python3 (python3-torch 1.13) for the Debian build's.
+case $lockstep in
+  */build-cuda/*) venv_python=$("$root/tools/torch-wheel.sh" python)
+                  export PATH="${venv_python%/*}:$PATH" ;;
+  *) export PATH="/usr/bin:/bin:$PATH" ;;
+esac
 
 # A variant of the example trainer: its command with extra flags (workdir stays the example's).
 ext_variant() {  # NAME DTYPE FLAGS...

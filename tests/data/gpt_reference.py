@@ -19,6 +19,10 @@ What it writes (gpt_reference.pt, a dict for torch.save / torch::pickle_load):
 The weights are not Lockstep's init (N(0, 0.02), LayerNorm 1/0, zero biases): LayerNorm gains
 and every bias are random too, so a kernel that drops one of them shows.
 
+Debian's python3-torch (1.13), on purpose: the independent reference both builds are checked
+against, on another LibTorch than the wheel build's (the example trainers and the benches run on
+each build's own: tests/e2e/cli_util.h build_python_first).
+
 Regenerate (Debian 12: apt-get install python3-torch), from the repository root:
   /usr/bin/python3 tests/data/gpt_reference.py tests/data/gpt_reference.pt
 The output is deterministic for a given torch version (written with torch 1.13.1).
