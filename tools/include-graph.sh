@@ -35,7 +35,7 @@ LAYERS='
 2  ~  workloads                                       # the reference model and its data
 3  ~  variants                                        # act on the model from outside
 4  T  harness/kernels                                 # binds the catalog names to kernels
-5  T  harness/train/profile harness/train/faults      # step hooks: profile window, faults
+5  T  harness/train/hook harness/train/profile harness/train/faults  # step hooks: the interface, profile window, faults
 5  T  harness/conformance                             # kernels checked against the exact math in fp64
 6  T  harness/train                                   # the model step: data, forward, backward, reduce, update
 7  T  harness/train/probe                             # the function probe, built on the model builder

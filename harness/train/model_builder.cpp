@@ -92,9 +92,7 @@ std::unique_ptr<RankModel> build_rank_model(const config::Config& cfg, const dis
   return sp;
 }
 
-Batch RankModel::batch(int64_t step, int64_t micro,
-                       const std::function<void(int64_t*, int64_t)>& on_tokens,
-                       StepRecord* stats) const {
+torch::Tensor RankModel::host_tokens(int64_t step, int64_t micro) const {
   const int64_t B = plan.local_batch(), L = model_cfg.seq_len + 1;
   // On CUDA the batch is built in pinned memory and copied without a host sync (a copy from
   // pageable memory would first wait for the stream); the allocator keeps the buffer until then.
@@ -104,14 +102,18 @@ Batch RankModel::batch(int64_t step, int64_t micro,
   int64_t* p = buf.data_ptr<int64_t>();
   for (int64_t row = 0; row < B; ++row)
     source->sample(plan.index(step, micro, who.rank, row), p + row * L, L);
-  if (on_tokens) on_tokens(p, B * L);
+  return buf;
+}
+
+Batch RankModel::to_device(const torch::Tensor& tokens, StepRecord* stats) const {
   if (stats) {
-    const auto st = workloads::batch_stats(p, static_cast<size_t>(B * L));
+    const auto st =
+        workloads::batch_stats(tokens.data_ptr<int64_t>(), static_cast<size_t>(tokens.numel()));
     stats->batch_entropy = st.token_entropy;
     stats->batch_repeat_share = st.repeat_share;
     stats->batch_hash = st.hash;
   }
-  auto batch = buf.to(device, /*non_blocking=*/device.is_cuda());  // (B, T+1)
+  auto batch = tokens.to(device, /*non_blocking=*/device.is_cuda());  // (B, T+1)
   return Batch{batch.narrow(1, 0, model_cfg.seq_len), batch.narrow(1, 1, model_cfg.seq_len)};
 }
 

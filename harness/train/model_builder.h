@@ -57,11 +57,12 @@ struct RankModel {
   std::unique_ptr<dist::Comm> comm;
   std::unique_ptr<variants::Sharding> sharding;
 
-  // This rank's rows of the global micro-batch, a pure function of (seed, step, micro, rank);
-  // `on_tokens` sees them on the host first. Into `stats` (when set): the batch's statistics (the
-  // spike diagnosis reads them).
-  Batch batch(int64_t step, int64_t micro, const std::function<void(int64_t*, int64_t)>& on_tokens,
-              StepRecord* stats) const;
+  // This rank's rows of the global micro-batch on the host, (B, T+1): a pure function of (seed,
+  // step, micro, rank). Pinned on CUDA (to_device's copy then does not wait for the stream).
+  torch::Tensor host_tokens(int64_t step, int64_t micro) const;
+  // The tokens on the device as inputs and next-token targets. Into `stats` (when set): the
+  // batch's statistics (the spike diagnosis reads them).
+  Batch to_device(const torch::Tensor& tokens, StepRecord* stats) const;
   // The model's forward and the loss, x, y: (B, T), under the precision variant's scope.
   Losses model_loss(const torch::Tensor& x, const torch::Tensor& y);
 };

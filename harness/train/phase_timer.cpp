@@ -25,16 +25,16 @@ void PhaseTimer::start() {
   boundary();
 }
 
-void PhaseTimer::mark(const std::string& phase) {
+void PhaseTimer::mark(Phase phase) {
   phases_.push_back(phase);
   boundary();
 }
 
-void PhaseTimer::move(const std::string& from, const std::string& to, dist::WaitTime wait) {
+void PhaseTimer::move(Phase from, Phase to, dist::WaitTime wait) {
   if (!wait.empty()) moves_.emplace_back(from, to, std::move(wait));
 }
 
-void PhaseTimer::move(const std::string& from, const std::string& to, double ms) {
+void PhaseTimer::move(Phase from, Phase to, double ms) {
   dist::WaitTime w;
   w.add_host_ms(ms);
   move(from, to, std::move(w));
@@ -51,13 +51,14 @@ std::map<std::string, double> PhaseTimer::finish(double* step_ms) {
             ? events_[i].ms_until(events_[i + 1])
             : std::chrono::duration<double, std::milli>(host_marks_[i + 1] - host_marks_[i])
                   .count();
-    out[phases_[i]] += ms;
+    out[phase_name(phases_[i])] += ms;
     total += ms;
   }
   for (const auto& [from, to, wait] : moves_) {
-    double m = std::min(wait.ms(), out[from]);
-    out[from] -= m;
-    out[to] += m;
+    double& f = out[phase_name(from)];
+    const double m = std::min(wait.ms(), f);
+    f -= m;
+    out[phase_name(to)] += m;
   }
   *step_ms = total;
   return out;

@@ -11,6 +11,7 @@
 
 #include "harness/compat/torch_compat.h"
 #include "harness/dist/comm.h"
+#include "harness/vocab/phase.h"
 
 namespace lockstep::train {
 
@@ -21,16 +22,17 @@ class PhaseTimer {
   bool device_time() const { return device_events_; }
   void start();
   // Closes the current phase: the time since the previous boundary is booked to `phase`.
-  void mark(const std::string& phase);
+  void mark(Phase phase);
   // Time measured elsewhere (collectives waited for inside the forward, say) moved from one
   // phase to another; read at finish().
-  void move(const std::string& from, const std::string& to, dist::WaitTime wait);
-  void move(const std::string& from, const std::string& to, double ms);
-  // Ends the step. Returns phase -> ms (disjoint, summing to the step) and sets step_ms.
+  void move(Phase from, Phase to, dist::WaitTime wait);
+  void move(Phase from, Phase to, double ms);
+  // Ends the step. Returns phase name -> ms (disjoint, summing to the step; the record's keys,
+  // phase_names()) and sets step_ms.
   std::map<std::string, double> finish(double* step_ms);
   // Host-clock spans of the finished step's phases: (phase, start, end).
   struct Span {
-    std::string phase;
+    Phase phase;
     std::chrono::steady_clock::time_point start, end;
   };
   std::vector<Span> host_spans() const;
@@ -39,10 +41,10 @@ class PhaseTimer {
   void boundary();
   bool device_events_ = false;
   torch::Device device_;
-  std::vector<std::string> phases_;
+  std::vector<Phase> phases_;
   std::vector<std::chrono::steady_clock::time_point> host_marks_;
   std::vector<compat::DeviceEvent> events_;
-  std::vector<std::tuple<std::string, std::string, dist::WaitTime>> moves_;
+  std::vector<std::tuple<Phase, Phase, dist::WaitTime>> moves_;
 };
 
 }  // namespace lockstep::train

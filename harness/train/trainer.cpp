@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <iostream>
 
 #include "harness/train/checkpoint.h"
 #include "harness/train/device.h"
 #include "harness/train/hooks.h"
 #include "harness/train/memory.h"
+#include "harness/train/micro_step.h"
 #include "harness/train/model_builder.h"
 #include "harness/train/phase_timer.h"
 #include "harness/train/stability.h"
@@ -25,101 +27,136 @@ struct Trainer::Impl {
   TrainOptions opts;
   OutlierWindow outliers{50};
   Progress progress;
-  StepHooks hooks;            // turn, faults, profile window, CUDA graph (harness/train/hooks.h)
-  GraphHook* graph = nullptr;  // [run] cuda_graphs; owned by `hooks`
+  StepHooks hooks;                   // the turn, faults, the profile window (hooks.h)
+  std::unique_ptr<MicroStep> micro;  // eagerly or as CUDA graphs (micro_step.h)
+  PhaseTimer* timer = nullptr;       // run()'s
   int64_t first_step = 1;
   int64_t opt_steps = 0;  // updates applied (AdamW's t)
 
-  // The pieces of one step, in the order run_steps calls them. Each names the phase it is in for
-  // the watchdog (Progress::phase); run_steps books the time at the phase boundaries.
-  void phase(const char* p) {
-    progress.phase = p;
-    hooks.on_phase(p);
+  // One phase of the step, named once: on entry the watchdog's phase and the hooks' Begin; on
+  // exit the hooks' End, then the phase timer's boundary (collectives waited for inside the phase
+  // are booked as comm). Unwinding from an exception calls no hook: the run is failing.
+  class Scope {
+   public:
+    Scope(Impl& s, Phase p, StepView& v) : s_(s), p_(p), v_(v) {
+      s.progress.phase = p;
+      s.hooks.on_phase(p, Edge::Begin, v);
+    }
+    ~Scope() noexcept(false) {
+      if (std::uncaught_exceptions() > unwinding_) return;
+      s_.hooks.on_phase(p_, Edge::End, v_);
+      if (in_step(p_)) s_.close(p_);
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Impl& s_;
+    Phase p_;
+    StepView& v_;
+    int unwinding_ = std::uncaught_exceptions();
+  };
+
+  void close(Phase p) {
+    timer->mark(p);
+    dist::WaitTime waited = m->comm->take_wait();
+    if (p != Phase::Comm) timer->move(p, Phase::Comm, std::move(waited));
   }
 
-  // A new step's record: who, how many tokens, its learning rate, whether it is timed. Warmup
-  // steps are never timed, nor the first warmup_steps steps of a resumed process (it is as cold as
-  // a fresh one); the hooks untime more (the profile window, the CUDA graph's capture).
-  void begin_step(int64_t step, StepRecord& rec) {
-    progress.step = step;
-    progress.step_started_ns = util::steady_now_ns();
-    const auto& run = m->run;
+  // Whether the step's time counts: never a warm-up step, nor the first warmup_steps steps of a
+  // resumed process (as cold as a fresh one), nor a step a hook untimes (the profile window), nor
+  // the step that captures the CUDA graphs. Decided here only.
+  bool timed(int64_t step, const StepNeeds& needs, bool captures) const {
+    const int64_t warmup = m->run.warmup_steps;
+    const bool cold = first_step > 1 && step < first_step + warmup;
+    return step > warmup && !cold && !needs.untimed && !captures;
+  }
+
+  // A new step: its record (who, how many tokens, its learning rate), the hooks' before_step (the
+  // turn waits there, before the clock), whether it is timed; then the clock starts and the
+  // gradients are zeroed.
+  StepView begin_step(int64_t step, StepRecord& rec) {
     rec.step = step;
     rec.rank = m->who.rank;
     rec.tokens = m->data_cfg.batch_size * m->data_cfg.grad_accum * m->model_cfg.seq_len;
-    const bool cold = first_step > 1 && step < first_step + run.warmup_steps;
-    rec.timed = step > run.warmup_steps && !cold;
-    rec.lr = m->optim.lr_at(step, run.steps);
-    hooks.begin_step(step, rec);
+    rec.lr = m->optim.lr_at(step, m->run.steps);
+    hooks.before_step(step, rec);
+    const StepNeeds needs = hooks.needs(step);
+    rec.timed = timed(step, needs, micro->begin_step(step, needs.eager));
+    progress.step = step;
+    progress.step_started_ns = util::steady_now_ns();
+    timer->start();
+    m->sharding->begin_step();
+    StepView v;
+    v.step = step;
+    v.started_ns = progress.step_started_ns;
+    v.rec = &rec;
+    v.sharding = m->sharding.get();
+    return v;
   }
 
-  // Data: this rank's rows of the global micro-batch; the first micro-batch's statistics go into
-  // the record (the spike diagnosis reads them).
-  Batch data(int64_t step, int64_t micro, StepRecord& rec) {
-    phase("data");
-    return m->batch(
-        step, micro, [&](int64_t* tokens, int64_t n) { hooks.on_batch(step, tokens, n); },
-        micro == 0 ? &rec : nullptr);
+  // Data: this rank's rows of the global micro-batch, on the host. The hooks see them at the
+  // phase's end, before anything reads them.
+  void data(StepView& v) {
+    Scope phase(*this, Phase::Data, v);
+    v.tokens = m->host_tokens(v.step, v.micro);  // (B, T+1)
   }
 
-  // Forward, up to the loss, under the precision variant's scope (or the CUDA graph's replay).
-  Losses forward(int64_t step, const Batch& b, StepRecord& rec) {
-    phase("forward");
-    const bool graphed = graph && graph->graphed();
-    hooks.forward_begin();
-    Losses l = graphed ? graph->forward(step, b, *m, rec) : m->model_loss(b.x, b.y);
-    hooks.forward_end();
-    hooks.on_loss(step, l.reported, l.train);
+  // Forward: the tokens onto the device (the first micro-batch's statistics into the record: the
+  // spike diagnosis reads them), then the model to the loss, eagerly or as a graph's replay. The
+  // hooks may replace the losses at the phase's end (faults.nonfinite_at).
+  Losses forward(StepView& v) {
+    Losses l;
+    {
+      Scope phase(*this, Phase::Forward, v);
+      const Batch b = m->to_device(v.tokens, v.micro == 0 ? v.rec : nullptr);  // x, y: (B, T)
+      l = micro->forward(b);
+      v.reported = &l.reported;
+      v.train = &l.train;
+    }
+    v.reported = v.train = nullptr;
     return l;
   }
 
   // Backward of the micro-batch's share of the step's loss (times the fp16 loss scale).
-  void backward(const torch::Tensor& train_loss) {
-    phase("backward");
-    hooks.backward_begin();
-    const double scale = m->precision->loss_scale() / static_cast<double>(m->data_cfg.grad_accum);
-    if (graph && graph->graphed())
-      graph->backward(scale);
-    else
-      (train_loss * scale).backward();
-    hooks.backward_end();
+  void backward(StepView& v, const torch::Tensor& train_loss) {
+    Scope phase(*this, Phase::Backward, v);
+    micro->backward(train_loss,
+                    m->precision->loss_scale() / static_cast<double>(m->data_cfg.grad_accum));
   }
 
   // Gradient reduction across ranks (the sharding variant), once the step's last micro-batch has
   // added its gradients.
-  void reduce(bool last_micro) {
-    phase("comm");
+  void reduce(StepView& v, bool last_micro) {
+    Scope phase(*this, Phase::Comm, v);
     m->sharding->end_backward(last_micro);
   }
 
-  // The reduced gradients, unscaled (fp16), then their global and per-unit norms, and the step's
-  // mean loss over this rank's micro-batches and over the global batch (every rank holds an equal
-  // share of it): one collective where the norms need one (ZeRO 2-3), a host sync. Returns the
-  // (local, global) losses, device tensors.
-  std::pair<torch::Tensor, torch::Tensor> measure(const torch::Tensor& loss_sum, int64_t step,
-                                                  StepRecord& rec) {
-    phase("optimizer");
-    auto local_loss = loss_sum / static_cast<double>(m->data_cfg.grad_accum);
+  // The update. The gradients are unscaled first (fp16; booked to this phase), so the hooks see
+  // the reduced, unscaled gradients at its start. Then the step's mean loss over this rank's
+  // micro-batches and over the global batch (every rank holds an equal share of it), the
+  // gradients' global and per-unit norms (one collective where the norms need one, ZeRO 2-3; a
+  // host sync), and the optimizer step: skipped on an fp16 overflow or, under [stability]
+  // skip_outlier_z, an outlier loss or gradient norm; otherwise gradients clipped to
+  // optim.clip_grad_norm and AdamW applied on the slices this rank owns (Sharding::step).
+  // Returns the (local, global) losses, device tensors.
+  std::pair<torch::Tensor, torch::Tensor> update(StepView& v, const torch::Tensor& loss_sum) {
     const double inv_scale = 1.0 / m->precision->loss_scale();
     if (inv_scale != 1.0) m->sharding->scale_grads(inv_scale);
-    hooks.on_grads(step, *m->sharding);
+    Scope phase(*this, Phase::Optimizer, v);
+    StepRecord& rec = *v.rec;
+    auto local_loss = loss_sum / static_cast<double>(m->data_cfg.grad_accum);
     auto global_loss = local_loss.clone();
     auto unit_sq = m->sharding->unit_grad_norms_sq(&global_loss);  // global_loss: summed
     global_loss /= static_cast<double>(m->who.world_size);
     double norm_sq = 0;
-    for (double v : unit_sq) {
-      norm_sq += v;
-      rec.unit_grad_norms.push_back(std::sqrt(v));
+    for (double sq : unit_sq) {
+      norm_sq += sq;
+      rec.unit_grad_norms.push_back(std::sqrt(sq));
     }
     rec.grad_norm = std::sqrt(norm_sq);
     if (!std::isfinite(rec.grad_norm)) rec.nonfinite_grads = m->sharding->count_nonfinite_grads();
-    return {local_loss, global_loss};
-  }
 
-  // Optimizer step: skipped on an fp16 overflow or, under [stability] skip_outlier_z, an outlier
-  // loss or gradient norm; otherwise gradients clipped to optim.clip_grad_norm and the update
-  // applied on the slices this rank owns (Sharding::step runs the optimizer, AdamW).
-  void update(const torch::Tensor& global_loss, StepRecord& rec) {
     const bool finite = std::isfinite(rec.grad_norm);
     rec.loss_scale = m->precision->loss_scale();
     bool skip = m->precision->update(finite);
@@ -130,27 +167,40 @@ struct Trainer::Impl {
       rec.skipped_outlier = true;
     }
     rec.skipped = skip;
-    if (skip) return;
+    if (skip) return {local_loss, global_loss};
     const double clip = m->optim.clip_grad_norm;
     if (clip > 0 && rec.grad_norm > clip) m->sharding->scale_grads(clip / (rec.grad_norm + 1e-6));
     m->sharding->step(rec.lr, ++opt_steps);
+    return {local_loss, global_loss};
+  }
+
+  // The rest of the step: the hooks' injected delays at its start, then the losses read (a host
+  // sync; the other one is the gradient norm).
+  void read(StepView& v, const torch::Tensor& local_loss, const torch::Tensor& global_loss) {
+    Scope phase(*this, Phase::Other, v);
+    v.rec->loss = global_loss.item<double>();
+    v.rec->local_loss = local_loss.item<double>();
   }
 
   // Closes the step: phase times, bytes sent and the collectives' stream time into the record;
-  // the hooks see the closed step. What follows (observers, checkpoint) is not part of the step.
-  void record(int64_t step, PhaseTimer& timer, StepRecord& rec) {
-    rec.phase_ms = timer.finish(&rec.step_ms);
+  // the hooks see the closed step.
+  void record(StepView& v) {
+    StepRecord& rec = *v.rec;
+    rec.phase_ms = timer->finish(&rec.step_ms);
     rec.comm_bytes = m->comm->take_bytes();
     rec.comm_stream_ms = m->comm->take_stream_ms();
-    hooks.end_step(step, timer, rec);
-    progress.phase = "checkpoint";
+    hooks.after_step(v.step, *timer, rec);
   }
 
-  // A checkpoint every ckpt_cfg.every steps (none after the last step). The save is not part of
-  // the step (step_ms leaves it out): the watchdog times it on its own clock, against
-  // step_timeout_s only.
-  void checkpoint(int64_t step) {
-    if (ckpt_cfg.every <= 0 || step % ckpt_cfg.every != 0 || step >= m->run.steps) return;
+  // Not part of the step (step_ms leaves it out): the observers, then a checkpoint every
+  // ckpt_cfg.every steps (none after the last step, nor after a non-finite loss), which the
+  // watchdog times on its own clock, against step_timeout_s only. The turn passes at the end.
+  void after_step(StepView& v, StepObserver& observer, bool finite) {
+    Scope phase(*this, Phase::Checkpoint, v);
+    observer.on_step(*v.rec);
+    const int64_t step = v.step;
+    if (!finite || ckpt_cfg.every <= 0 || step % ckpt_cfg.every != 0 || step >= m->run.steps)
+      return;
     progress.step_started_ns = util::steady_now_ns();
     const auto scale = m->precision->state();
     CheckpointState st{step,         opt_steps,         scale.first,
@@ -173,13 +223,10 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   // within the watchdog's limit (or 10 minutes) is left behind.
   StepTurn turn = StepTurn::from_env(std::max(600.0, 2 * s.m->run.step_timeout_s));
   s.hooks.add(std::make_unique<TurnHook>(std::move(turn), s.progress));
-  s.hooks.add(std::make_unique<FaultHook>(s.m->faults, s.progress));
+  s.hooks.add(s.m->faults);
   s.hooks.add(std::make_unique<ProfileHook>(*s.m));
-  if (s.m->run.cuda_graphs) {
-    auto g = std::make_unique<GraphHook>(s.hooks);
-    s.graph = g.get();
-    s.hooks.add(std::move(g));
-  }
+  for (const auto& h : s.opts.hooks) s.hooks.add(*h);
+  s.micro = make_micro_step(*s.m);
 
   if (!s.opts.resume_from.empty()) {
     auto st = load_checkpoint(s.opts.resume_from, *s.m->sharding, who.rank);
@@ -260,8 +307,7 @@ TrainOutcome Trainer::run(StepObserver& observer) {
   if (const std::string b = variants::sdpa_backend_used(); !b.empty()) out.env["sdpa_backend"] = b;
   if (!m.comm->loop_policy().empty())  // why: harness/dist/comm.cpp
     out.env["gloo_device_loop"] = m.comm->loop_policy();
-  out.memory_per_rank =
-      gather_memory(*m.comm, memory_stats(m.device), out.status == RunStatus::Ok);
+  out.memory_per_rank = gather_memory(*m.comm, memory_stats(m.device), out.status == RunStatus::Ok);
   const auto mem = m.sharding->accounting();
   out.memory = MemoryAccounting{mem.param_bytes, mem.grad_bytes, mem.optimizer_state_bytes};
   out.peak_memory_bytes = peak_tensor_bytes(m.device);
@@ -271,59 +317,39 @@ TrainOutcome Trainer::run(StepObserver& observer) {
 }
 
 // One step, as llm.c writes it: data, forward, backward, reduce (per micro-batch), then the
-// optimizer step and the record. Phase boundaries are marked here; collectives that run inside a
-// phase (ZeRO-3 gathers in the forward, the loss all-reduce) are moved to "comm".
+// update and the record. Each phase is one scope (Impl::Scope): the watchdog, the hooks and the
+// phase timer see its edges; collectives that run inside a phase (ZeRO-3 gathers in the forward,
+// the norms' all-reduce) are booked as comm.
 void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, PhaseTimer& timer,
                         int64_t last_step) {
   auto& m = *s.m;
+  s.timer = &timer;
   const int64_t A = m.data_cfg.grad_accum;
-  auto close_phase = [&](const char* phase) {
-    timer.mark(phase);
-    timer.move(phase, "comm", m.comm->take_wait());
-  };
   for (int64_t step = s.first_step; step <= last_step; ++step) {
     StepRecord rec;
-    s.hooks.before_step(step, rec);  // the turn: before the clock starts
-    s.begin_step(step, rec);
-    timer.start();
-    m.sharding->begin_step();
-    s.hooks.on_weights(step, *m.sharding);
+    StepView v = s.begin_step(step, rec);
     torch::Tensor loss_sum =
         torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(m.device));
-    for (int64_t micro = 0; micro < A; ++micro) {
-      Batch batch = s.data(step, micro, rec);  // x, y: (B, T)
-      timer.mark("data");
-      Losses loss = s.forward(step, batch, rec);
-      close_phase("forward");
-      s.backward(loss.train);
-      close_phase("backward");
-      s.reduce(micro == A - 1);
-      timer.mark("comm");
-      m.comm->take_wait();  // already booked as the comm phase
+    for (v.micro = 0; v.micro < A; ++v.micro) {
+      s.data(v);  // tokens: (B, T+1), on the host
+      const Losses loss = s.forward(v);
+      s.backward(v, loss.train);
+      s.reduce(v, v.micro == A - 1);
       loss_sum += loss.reported.detach().to(torch::kFloat64);
     }
-
-    auto [local_loss, global_loss] = s.measure(loss_sum, step, rec);
-    s.update(global_loss, rec);
-    close_phase("optimizer");
-
-    s.phase("other");
-    s.hooks.before_read(step);                // injected delays: part of the step
-    rec.loss = global_loss.item<double>();    // host sync (the other: the gradient norm above)
-    rec.local_loss = local_loss.item<double>();
-    timer.mark("other");
-    s.record(step, timer, rec);
+    const auto [local_loss, global_loss] = s.update(v, loss_sum);
+    s.read(v, local_loss, global_loss);
+    s.record(v);
 
     out.records.push_back(rec);
-    observer.on_step(rec);
-    if (!std::isfinite(rec.loss)) {
+    const bool finite = std::isfinite(rec.loss);
+    s.after_step(v, observer, finite);
+    if (!finite) {
       out.status = RunStatus::Nonfinite;
       out.failed_step = step;
-      out.failure = "non-finite loss at step " + std::to_string(step) + s.hooks.nonfinite_note(step);
+      out.failure = "non-finite loss at step " + std::to_string(step);  // the hooks may add why
       break;
     }
-    s.checkpoint(step);
-    s.hooks.after_step(step);
   }
 }
 

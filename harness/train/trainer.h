@@ -1,13 +1,13 @@
 // The training loop of one rank: builds the reference model with the variants as layers
 // (harness/train/model_builder.h), and runs the configured steps, timing each phase. What runs
-// beside the step (faults, the profile window, the turn, CUDA graphs) is a list of hooks
-// (harness/train/hooks.h). It produces StepRecords and leaves all formatting to its observers
-// (reporters, writers). The function probe is its own class (harness/train/probe/prober.h).
+// beside the step (the turn, faults, the profile window) is a list of hooks
+// (harness/train/hook/step_hook.h, hooks.h); how a micro-batch runs (eagerly or as CUDA graphs) is
+// the step's own strategy (harness/train/micro_step.h). It produces StepRecords and leaves all
+// formatting to its observers (reporters, writers). The function probe is its own class
+// (harness/train/probe/prober.h).
 #pragma once
 
-#include <atomic>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,24 +15,21 @@
 #include "harness/config/config.h"
 #include "harness/dist/rendezvous.h"
 #include "harness/train/profile/peak.h"
+#include "harness/train/progress.h"
 #include "harness/vocab/observer.h"
 #include "harness/vocab/outcome.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep::train {
 
+class StepHook;
+
 struct TrainOptions {
   std::filesystem::path out_dir;  // checkpoints go to out_dir/checkpoints
   int64_t stop_after = 0;  // stop after this step (the LR schedule is unchanged); 0 = run.steps
   std::filesystem::path resume_from;  // a checkpoint folder to continue from
-};
-
-// Live state the watchdog reads from another thread.
-struct Progress {
-  std::atomic<int64_t> step{0};
-  std::atomic<const char*> phase{"setup"};
-  std::atomic<int64_t> step_started_ns{0};
-  std::function<std::string()> in_flight;  // the collective being waited in
+  // Hooks of the embedder's own, called after the built-in ones (step_hook.h).
+  std::vector<std::shared_ptr<StepHook>> hooks;
 };
 
 class PhaseTimer;

@@ -34,17 +34,16 @@ void Watchdog::loop() {
   using namespace std::chrono;
   while (!stop_) {
     std::this_thread::sleep_for(milliseconds(100));
-    const std::string phase = progress_.phase.load();
-    if (phase == "setup" || phase == "done" || phase == "turn") continue;  // turn: the peer's step
+    const Phase phase = progress_.phase.load();
+    if (!watched(phase)) continue;  // turn: the peer's step
     const int64_t started = progress_.step_started_ns.load();
     if (started == 0) continue;
-    const double elapsed_s =
-static_cast<double>(util::steady_now_ns() - started) / 1e9;
+    const double elapsed_s = static_cast<double>(util::steady_now_ns() - started) / 1e9;
     double limit = timeout_s_ > 0 ? timeout_s_ : 1e300;
     std::string why = "run.step_timeout_s = " + std::to_string(timeout_s_);
     // The factor judges steps against steps; a checkpoint save (whose clock restarts when it
     // begins) is judged by step_timeout_s alone.
-    if (factor_ > 0 && phase != "checkpoint") {
+    if (factor_ > 0 && phase != Phase::Checkpoint) {
       std::lock_guard<std::mutex> lock(mu_);
       if (recent_ms_.size() >= 5) {
         std::vector<double> v = recent_ms_;
@@ -59,7 +58,7 @@ static_cast<double>(util::steady_now_ns() - started) / 1e9;
     std::snprintf(buf, sizeof buf,
                   "rank %d: watchdog: step %lld has run %.3g s (limit %.3g s, %s) in phase %s%s",
                   rank_, static_cast<long long>(progress_.step.load()), elapsed_s, limit,
-                  why.c_str(), phase.c_str(),
+                  why.c_str(), phase_name(phase),
                   collective.empty() ? ", not in a collective"
                                      : (", waiting in collective " + collective).c_str());
     std::fprintf(stderr, "%s\n", buf);

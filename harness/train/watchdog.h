@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/train/trainer.h"
+#include "harness/train/progress.h"
 
 namespace lockstep::train {
 

@@ -8,12 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "harness/vocab/phase.h"
+
 namespace lockstep {
 
-// Phase names, in step order. "other" is the step time no phase accounts for.
+// The step's phase names (phase.h), in step order: the keys of phase_ms and of the JSON.
+// "other" is the step time no phase accounts for.
 inline const std::vector<std::string>& phase_names() {
-  static const std::vector<std::string> names{"data", "forward",   "backward",
-                                              "comm", "optimizer", "other"};
+  static const std::vector<std::string> names{
+      phase_name(Phase::Data), phase_name(Phase::Forward),   phase_name(Phase::Backward),
+      phase_name(Phase::Comm), phase_name(Phase::Optimizer), phase_name(Phase::Other)};
   return names;
 }
 

@@ -263,9 +263,9 @@ TEST(Cuda, PhasesAreDeviceTimeAndSumToTheStep) {
   EXPECT_TRUE(timer.device_time());
   timer.start();
   auto b = torch::mm(a, a);
-  timer.mark("forward");
+  timer.mark(Phase::Forward);
   auto c = torch::mm(b, a);
-  timer.mark("backward");
+  timer.mark(Phase::Backward);
   double step_ms = 0;
   (void)c.sum().item<float>();
   const auto phases = timer.finish(&step_ms);

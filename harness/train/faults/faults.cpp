@@ -101,4 +101,26 @@ std::string FaultInjector::nonfinite_note(int64_t step) const {
   return cfg_.nonfinite_at == step ? " (injected: faults.nonfinite_at)" : "";
 }
 
+void FaultInjector::before_step(int64_t step, StepRecord& rec) {
+  rec.lr = lr(step, rec.lr);
+  at_step_start(step);
+}
+
+void FaultInjector::on_phase(Phase phase, Edge edge, StepView& v) {
+  if (edge == Edge::End && phase == Phase::Data)
+    on_batch(v.step, v.tokens.data_ptr<int64_t>(), v.tokens.numel());
+  else if (edge == Edge::Begin && phase == Phase::Forward && v.micro == 0)
+    on_params(v.step, *v.sharding);
+  else if (edge == Edge::End && phase == Phase::Forward)
+    on_loss(v.step, *v.reported, *v.train);
+  else if (edge == Edge::Begin && phase == Phase::Optimizer)
+    on_grads(v.step, *v.sharding);
+  else if (edge == Edge::Begin && phase == Phase::Other)
+    delay(v.step, v.started_ns);  // part of the step
+}
+
+void FaultInjector::finish(TrainOutcome& out) {
+  if (out.status == RunStatus::Nonfinite) out.failure += nonfinite_note(out.failed_step);
+}
+
 }  // namespace lockstep::train

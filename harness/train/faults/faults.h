@@ -1,33 +1,36 @@
-// Deliberate faults ([faults], fault_config.h) at named points of the step. The trainer calls
-// every hook on every step; with the defaults each is one comparison and changes nothing, so a
-// run without faults computes exactly what it would without the injector.
+// Deliberate faults ([faults], fault_config.h) at named points of the step. The injector is itself
+// one of the step's hooks (step_hook.h): the trainer calls it on every step; with the defaults
+// each point is one comparison and changes nothing, so a run without faults computes exactly what
+// it would without the injector. The points, and the hook edge each is called at:
 //
-//   at_step_start  kill_rank/kill_at: this rank dies by SIGKILL (no cleanup, like a lost node)
-//   lr             lr_spike_at: the learning rate jumps 30x
-//   on_batch       corrupt_batch_at: a degenerate batch (the first token repeated)
-//   on_loss        nonfinite_at: the loss becomes NaN
-//   on_params      weight_rounding_noise: the step computes with rounding-sized noise on its
-//                  weights (restored in on_grads, before the update)
-//   on_grads       grad_blowup_at: noise 1e3 x the gradients' RMS on the reduced gradient
-//   attention      logit_scale_drift: the attention kernel sees q x (1 + drift), so its logits
-//                  q k^T / sqrt(hd) are scaled by (1 + drift) whatever the kernel (a silent bug)
-//   delay          stall_every, stall_rank/stall_at: sleep stall_ms; slowdown_pct: busy time
+//   at_step_start  before_step: kill_rank/kill_at: this rank dies by SIGKILL (no cleanup, like a
+//                  lost node)
+//   lr             before_step: lr_spike_at: the learning rate jumps 30x
+//   on_batch       (Data, End): corrupt_batch_at: a degenerate batch (the first token repeated)
+//   on_params      (Forward, Begin) of micro-batch 0: weight_rounding_noise: the step computes
+//                  with rounding-sized noise on its weights (restored in on_grads, before the
+//                  update)
+//   on_loss        (Forward, End): nonfinite_at: the loss becomes NaN (that step runs eagerly)
+//   on_grads       (Optimizer, Begin): grad_blowup_at: noise 1e3 x the gradients' RMS on the
+//                  reduced gradient
+//   delay          (Other, Begin): stall_every, stall_rank/stall_at: sleep stall_ms;
+//                  slowdown_pct: busy time
+//   attention      not a step point: the attention kernel the model is built with sees
+//                  q x (1 + logit_scale_drift), so its logits q k^T / sqrt(hd) are scaled by
+//                  (1 + drift) whatever the kernel (a silent bug)
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "harness/compat/torch_compat.h"
+#include "harness/train/hook/step_hook.h"
 #include "harness/vocab/fault_config.h"
 #include "workloads/gpt.h"
 
-namespace lockstep::variants {
-class Sharding;
-}
-
 namespace lockstep::train {
 
-class FaultInjector {
+class FaultInjector final : public StepHook {
  public:
   FaultInjector() = default;
   // `seed` seeds the gradient noise (with the step), so an injected blow-up is reproducible.
@@ -59,6 +62,13 @@ class FaultInjector {
 
   // For a non-finite loss at `step`: " (injected: faults.nonfinite_at)" when on_loss caused it.
   std::string nonfinite_note(int64_t step) const;
+
+  // The step hook: the points above at their edges; a step whose loss it changes runs eagerly;
+  // finish() adds nonfinite_note to a non-finite run's failure.
+  void before_step(int64_t step, StepRecord& rec) override;
+  StepNeeds needs(int64_t step) const override { return StepNeeds{changes_loss(step), false}; }
+  void on_phase(Phase phase, Edge edge, StepView& view) override;
+  void finish(TrainOutcome& out) override;
 
  private:
   FaultConfig cfg_;

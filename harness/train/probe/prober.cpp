@@ -40,9 +40,9 @@ ProbeRecord Prober::run() {
     m.faults.on_params(st.step, *m.sharding);  // the envelope's noise, if any (as in that step)
     for (int64_t b = 0; b < kProbeBatches; ++b) {
       const int64_t step = m.run.steps + 1 + b;  // batches no training step has seen
-      const Batch batch = m.batch(
-          step, 0, [&](int64_t* tokens, int64_t n) { m.faults.on_batch(step, tokens, n); },
-          nullptr);  // (B, T) each
+      auto tokens = m.host_tokens(step, 0);      // (B, T+1)
+      m.faults.on_batch(step, tokens.data_ptr<int64_t>(), tokens.numel());
+      const Batch batch = m.to_device(tokens, nullptr);  // (B, T) each
       recorder_->begin_forward(b);
       auto scope = m.precision->forward_scope();
       auto logits = m.model->forward(batch.x);  // (B, T, V)
