@@ -158,6 +158,7 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/train/profile/profiler.cpp
   harness/train/profile/kineto_window.cpp
   harness/train/profile/nvtx_layers.cpp
+  harness/train/profile/host_work.cpp
   harness/train/micro_step.cpp
   harness/train/step_graph.cpp
   harness/conformance/reference.cpp

@@ -17,6 +17,7 @@ enum class Phase {
   Checkpoint,  // after the step: its observers and the checkpoint save (not part of the step)
   Done,        // the run is over
 };
+constexpr int kPhaseCount = static_cast<int>(Phase::Done) + 1;
 
 // A phase's two edges; a step hook sees both (StepHook::on_phase).
 enum class Edge { Begin, End };
