@@ -50,6 +50,13 @@ std::unique_ptr<RankModel> build_rank_model(const config::Config& cfg, const dis
   static const bool interop_fixed = (at::set_num_interop_threads(1), true);
   (void)interop_fixed;
   at::globalContext().setDeterministicAlgorithms(s.run.deterministic, /*warn_only=*/false);
+#if LOCKSTEP_TORCH_AT_LEAST(2, 1)
+  // Under deterministic algorithms LibTorch 2.1+ also fills every new tensor's memory (NaN):
+  // one fill_ per allocation, a kernel launch each on a GPU (issue 52: 88 of a tiny fp32 step's
+  // 90 fills outside the backward's formulas). It only makes reads of memory nobody wrote
+  // repeatable; the step reads none (the flat buffers zero their own padding), so it goes.
+  at::globalContext().setDeterministicFillUninitializedMemory(false);
+#endif
   torch::manual_seed(static_cast<uint64_t>(s.run.seed));
   install_memory_tracking();
 
