@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/comparison.h"
+#include "harness/compare/request.h"
 #include "harness/vocab/compare_kinds.h"
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
