@@ -110,6 +110,10 @@ void adopt_capabilities(ComparisonPlan& p, const CompareRequest& req, const Trai
 void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& baseline,
                  const TrainerProtocol& variant);
 
+// Whether the variant changes an implementation: a key that selects one of a slot's kernels
+// (attention.impl, model.activation, ...) or the plugin files it loads.
+bool brings_kernels(const std::vector<config::Change>& changes);
+
 // Untimed runs at once when the request leaves it open: the cores this process may use
 // (util::available_cores) over the cores one run takes (threads x ranks), at least 1.
 int auto_parallel(const config::Config& a, const config::Config& b);
