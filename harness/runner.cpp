@@ -79,6 +79,16 @@ std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) 
   return a;
 }
 
+// What finishing the run needs of its flags (harness/finish.h).
+FinishOptions finish_options(const RunRequest& req) {
+  FinishOptions f;
+  f.history = req.history;
+  f.no_history = req.no_history;
+  f.export_losses = req.export_losses;
+  f.quiet = req.quiet;
+  return f;
+}
+
 // Fan-out to several observers.
 class Observers final : public train::StepObserver {
  public:
@@ -203,7 +213,7 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
   for (const auto& [k, v] : summary.phase_ms_mean) phases = phases || v > 0;
   if (!phases) summary.bound = "unknown";
   folder.write_summary(summary);
-  return finish_run(req, cfg, out, summary, o.records, "lockstep");
+  return finish_run(finish_options(req), cfg, out, summary, o.records, "lockstep");
 }
 
 // --probe: the forward at a run's checkpoints, no training, no calibration, one rank
@@ -329,7 +339,7 @@ int train_rank(const RunRequest& req, const config::Config& cfg, const dist::Ran
     std::cerr << "rank " << who.rank << ": run failed: " << outcome.failure << "\n";
     return kExitRunFailed;
   }
-  return finish_run(req, cfg, out, summary, records, "rank 0");
+  return finish_run(finish_options(req), cfg, out, summary, records, "rank 0");
 }
 
 }  // namespace
