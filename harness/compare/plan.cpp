@@ -6,16 +6,25 @@
 #include <tuple>
 
 #include "harness/compare/comparison_stats.h"
-#include "harness/compare/conformance_stage.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
+#include "harness/registry/catalog.h"
 #include "harness/util/process.h"
 #include "harness/vocab/trainer_protocol.h"
 #include "variants/precision_traits.h"
 
 namespace lockstep::compare {
 namespace fs = std::filesystem;
+
+bool brings_kernels(const std::vector<config::Change>& changes) {
+  for (const auto& c : changes) {
+    if (c.key == "plugins.load") return true;
+    for (auto slot : registry::all_slots())
+      if (c.key == registry::selecting_key(slot)) return true;
+  }
+  return false;
+}
 
 int auto_parallel(const config::Config& a, const config::Config& b) {
   const long cores = util::available_cores();
