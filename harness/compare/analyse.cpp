@@ -35,14 +35,20 @@ double loss_at(const std::vector<double>& curve, int64_t step) {
              : NAN;
 }
 
-void fail_arm(CompareResult& r, ArmResult& arm, const runs::RunOutcome& o) {
+ArmResult& arm_of(CompareResult& r, Arm which) {
+  return which == Arm::Baseline ? r.baseline : r.variant;
+}
+
+void fail_arm(CompareResult& r, Arm which, const runs::RunOutcome& o) {
+  ArmResult& arm = arm_of(r, which);
   arm.status = o.status;
   arm.failure = o.failure;
   arm.failed_step = o.failed_step;
-  if (r.failed_arm.empty()) {
-    r.failed_arm = arm.label;
-    r.failure = o.status + (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") +
-                ": " + o.failure;
+  if (!r.failed_arm) {
+    r.failed_arm = which;
+    r.failure = to_string(o.status) +
+                (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") + ": " +
+                o.failure;
   }
 }
 
@@ -99,7 +105,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
     fill_memory_per_rank(r.baseline, outs[bi].summary, plan.baseline_config);
     r.env = outs[bi].summary.env;
-    if (!outs[bi].ok()) fail_arm(r, r.baseline, outs[bi]);
+    if (!outs[bi].ok()) fail_arm(r, Arm::Baseline, outs[bi]);
   } else {
     r.baseline.loss_curve = plan.golden_curve;
     r.baseline.name = "golden";
@@ -109,7 +115,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
   fill_memory_per_rank(r.variant, outs[vi].summary, plan.variant_config);
   if (plan.mode == Mode::Golden) r.env = outs[vi].summary.env;
-  if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
+  if (!outs[vi].ok()) fail_arm(r, Arm::Variant, outs[vi]);
 
   std::optional<EnvelopeInput> envelope;
   if (plan.approximate_rule == Rule::Envelope) {
@@ -120,7 +126,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     for (size_t i = 0; i < plan.alignment.size(); ++i) {
       if (plan.alignment[i].role != Role::Envelope) continue;
       if (!outs[i].ok()) {  // a perturbed baseline that fails is the baseline's failure
-        fail_arm(r, r.baseline, outs[i]);
+        fail_arm(r, Arm::Baseline, outs[i]);
         continue;
       }
       e.curves.push_back(losses_of(outs[i].records));
@@ -135,13 +141,14 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
                                                : static_cast<int64_t>(r.baseline.loss_curve.size());
     // Golden mode measures the spread on the variant's seeds (harness/compare/golden_mode.h).
     const bool golden = plan.mode == Mode::Golden;
-    ArmResult& band_arm = golden ? r.variant : r.baseline;
+    const Arm band_which = golden ? Arm::Variant : Arm::Baseline;
+    const ArmResult& band_arm = arm_of(r, band_which);
     b.seeds.push_back(plan.alignment[full_run(plan, golden ? Arm::Variant : Arm::Baseline)].seed);
     b.losses.push_back(loss_at(band_arm.loss_curve, cs));
     for (size_t i = 0; i < plan.alignment.size(); ++i) {
       if (plan.alignment[i].role != Role::SeedBand) continue;
       if (!outs[i].ok()) {
-        fail_arm(r, band_arm, outs[i]);
+        fail_arm(r, band_which, outs[i]);
         continue;
       }
       b.seeds.push_back(plan.alignment[i].seed);
@@ -161,7 +168,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
                                 plan.klass, band, envelope, r.policy.curve_window_pct);
   if (plan.klass == config::Knob::Workload) mark_workload_change(r.alignment, plan.workload_changes);
   if (plan.mode == Mode::Golden) golden_seed_band(r.alignment);
-  if (plan.mode == Mode::AB && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)
+  if (plan.mode == Mode::AB && !r.failed_arm && r.alignment.applicable && !r.alignment.aligned)
     r.warnings.push_back(
         "not timed: the loss does not align, and an optimization that changes the math is rejected "
         "before its speed matters");
@@ -178,26 +185,25 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   ProbeCheck& pc = r.alignment.probe;
   pc.note = plan.probe_note;
   if (plan.probes.empty()) return;
-  if (!r.failed_arm.empty()) {
+  if (r.failed_arm) {
     pc.note = "not run: an arm failed";
     return;
   }
   std::vector<train::ProbeRecord> recs;
   for (size_t i = 0; i < plan.probes.size(); ++i) {
-    ArmResult& arm = plan.probes[i].arm == Arm::Variant ? r.variant : r.baseline;
     runs::RunOutcome o = i < outs.size() ? outs[i] : runs::RunOutcome{};
-    if (i >= outs.size()) o.status = "not run", o.failure = "no outcome";
+    if (i >= outs.size()) o.status = RunStatus::NotRun, o.failure = "no outcome";
     if (o.ok()) {
       try {
         recs.push_back(train::read_probe(plan.probes[i].job.dir));
         continue;
       } catch (const std::exception& e) {
-        o.status = "unreadable probe", o.failure = e.what();
+        o.status = RunStatus::UnreadableProbe, o.failure = e.what();
       }
     }
     o.failure = "function probe " + plan.probes[i].job.label + ": " + o.failure;
-    fail_arm(r, arm, o);
-    pc.note = "not run: the " + plan.probes[i].job.label + " probe " + o.status;
+    fail_arm(r, plan.probes[i].arm, o);
+    pc.note = "not run: the " + plan.probes[i].job.label + " probe " + to_string(o.status);
     return;
   }
   const std::vector<train::ProbeRecord> noise(recs.begin() + 2, recs.end());
@@ -229,7 +235,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   a.explanation += buf;
   if (a.aligned && !pc.passed) {
     a.aligned = false;
-    if (plan.mode == Mode::AB && r.failed_arm.empty())
+    if (plan.mode == Mode::AB && !r.failed_arm)
       r.warnings.push_back(
           "not timed: the function probe shows the variant computes another function at the "
           "same weights, and an optimization that changes the math is rejected before its speed "
@@ -238,7 +244,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
 }
 
 bool should_time(const CompareResult& r) {
-  return r.mode == Mode::AB && r.failed_arm.empty() && (r.alignment.aligned || !r.alignment.applicable);
+  return r.mode == Mode::AB && !r.failed_arm && (r.alignment.aligned || !r.alignment.applicable);
 }
 
 void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
@@ -249,7 +255,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
     const bool is_b = plan.timing[i].arm == Arm::Baseline;
     ArmResult& arm = is_b ? r.baseline : r.variant;
     if (!o.ok()) {
-      fail_arm(r, arm, o);
+      fail_arm(r, plan.timing[i].arm, o);
       break;
     }
     arm.repeats.push_back(o.summary);
@@ -258,7 +264,7 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
     arm.step_ms_repeats.push_back(timed_ms_of(o.records));
     (is_b ? curves_b : curves_v).push_back(losses_of(o.records));
   }
-  if (!r.failed_arm.empty() || outs.size() < plan.timing.size()) return;
+  if (r.failed_arm || outs.size() < plan.timing.size()) return;
 
   r.timed = true;
   r.repeats = static_cast<int64_t>(r.baseline.repeats.size());  // per arm (interleaved pairs)

@@ -33,14 +33,19 @@ bool ci_valid(const compare::Delta& d) {
 // Why a timing check has its verdict. clear: the whole CI lies on one side of the bound, so what
 // kept the verdict from pass or fail was significance (Holm-adjusted).
 std::string verdict_phrase(compare::Verdict verdict, bool clear, bool too_few,
-                           const std::string& on_inconclusive) {
+                           OnInconclusive on_inconclusive) {
   if (verdict == compare::Verdict::Pass) return "pass: the whole CI is on the allowed side";
   if (verdict == compare::Verdict::Fail) return "fail: the whole CI is beyond the bound";
   const std::string why = too_few ? "too few repeats to pass"
                           : clear ? "the CI clears the bound, but the change is not "
                                     "significant after Holm"
                                    : "the CI straddles the bound";
-  return "inconclusive: " + why + " ([gate] on_inconclusive = \"" + on_inconclusive + "\")";
+  return "inconclusive: " + why + " ([gate] on_inconclusive = \"" + to_string(on_inconclusive) + "\")";
+}
+
+// Which arm failed, for the "runs completed" detail ("" when none is named).
+std::string failed_arm_text(const compare::CompareResult& r) {
+  return r.failed_arm ? compare::to_string(*r.failed_arm) : "";
 }
 
 std::string mde_phrase(double mde, const compare::Power& pw) {
@@ -71,10 +76,9 @@ void apply(compare::CompareResult& r) {
     } else {
       detail = r.conformance->worst()->verdict_line();
     }
-    r.checks.push_back(Check{"kernel conformance", ok, detail});
+    r.checks.push_back(Check{compare::CheckKind::KernelConformance, ok, detail});
     if (!ok) {  // nothing else ran
-      r.checks.back().verdict = "fail";
-      r.verdict = "fail";
+      r.verdict = compare::Verdict::Fail;
       r.exit_code = kExitGateFailed;
       return;
     }
@@ -85,25 +89,25 @@ void apply(compare::CompareResult& r) {
 
   const bool runs_ok = r.baseline.ok() && r.variant.ok();
   {
-    Check c{"runs completed", runs_ok,
+    Check c{compare::CheckKind::RunsCompleted, runs_ok,
             r.mode == compare::Mode::Golden ? "the variant ran to the end (golden mode: the other side is the "
                                  "golden file's curve)"
                                : "both arms ran to the end"};
-    if (!runs_ok) c.detail = r.failed_arm + " failed: " + r.failure;
+    if (!runs_ok) c.detail = failed_arm_text(r) + " failed: " + r.failure;
     r.checks.push_back(c);
   }
   if (r.determinism.checked) {
-    r.checks.push_back(Check{"baseline deterministic", r.determinism.baseline_ok,
+    r.checks.push_back(Check{compare::CheckKind::BaselineDeterministic, r.determinism.baseline_ok,
                              r.determinism.baseline_ok
                                  ? "repeats reproduce the full run bit for bit"
                                  : "not trustworthy: " + r.determinism.detail});
-    r.checks.push_back(Check{"variant deterministic", r.determinism.variant_ok,
+    r.checks.push_back(Check{compare::CheckKind::VariantDeterministic, r.determinism.variant_ok,
                              r.determinism.variant_ok ? "repeats reproduce the full run bit for bit"
                                                       : r.determinism.detail});
   }
   // A workload change has no alignment verdict (harness/compare/workload_change.h).
   if (runs_ok && r.alignment.applicable)
-    r.checks.push_back(Check{"loss alignment", r.alignment.aligned, r.alignment.explanation});
+    r.checks.push_back(Check{compare::CheckKind::LossAlignment, r.alignment.aligned, r.alignment.explanation});
 
   // Only a comparison whose timing repeats ran has speed to judge: an untimed one (golden mode,
   // a loss that does not align, a failed arm) shows no timing checks rather than made-up zeros.
@@ -120,7 +124,7 @@ void apply(compare::CompareResult& r) {
       return d.known && ci_valid(d) && p_adj < p.check_level() &&
              (d.ci_lo > 0 || d.ci_hi < 0);
     };
-    auto timing_check = [&](const std::string& name, const compare::Delta& d, double p_adj,
+    auto timing_check = [&](compare::CheckKind kind, const compare::Delta& d, double p_adj,
                             double mde, bool fail, bool pass, bool clear,
                             const std::string& detail) {
       // A pass needs a CI worth the name: from 2-4 repeats the bootstrap's is not (too_few).
@@ -129,12 +133,12 @@ void apply(compare::CompareResult& r) {
       const Verdict verdict = fail                ? Verdict::Fail
                               : pass && !too_few ? Verdict::Pass
                                                  : Verdict::Inconclusive;
-      Check c{name,
+      Check c{kind,
               verdict == Verdict::Pass ||
                   (verdict == Verdict::Inconclusive && p.inconclusive_passes()),
               detail + "; " + verdict_phrase(verdict, clear, too_few, p.on_inconclusive) + "; " +
                   mde_phrase(mde, r.power) + inconclusive,
-              compare::to_string(verdict)};
+              verdict};
       c.timing = true;
       c.p_value = p_of(d);
       c.p_adjusted = p_adj;
@@ -148,7 +152,7 @@ void apply(compare::CompareResult& r) {
       const double bound_pct = -p.max_slowdown_pct;
       const bool fail = significant(t, adj[0]) && t.ci_hi < bound_pct;
       const bool pass = ci_valid(t) && t.ci_lo >= bound_pct;
-      timing_check("throughput", t, adj[0], r.power.tokens_per_sec_mde_pct, fail, pass,
+      timing_check(compare::CheckKind::Throughput, t, adj[0], r.power.tokens_per_sec_mde_pct, fail, pass,
                    ci_valid(t) && t.ci_hi < bound_pct,
                    "tokens/s " + fmt_delta(t, "%", adj[0], p) +
                        (fail ? "; slower than the allowed " : "; allowed slowdown ") +
@@ -162,7 +166,7 @@ void apply(compare::CompareResult& r) {
               ? "P99 step time (n=" + r.tail.n_per_arm() + " per arm)"
               : "step time " + r.tail.label + " per arm (too few for a P99: it needs " +
                     std::to_string(p.p99_min_samples) + ")";
-      timing_check("p99 latency", l, adj[1], r.power.p99_mde_pct, fail, pass,
+      timing_check(compare::CheckKind::P99Latency, l, adj[1], r.power.p99_mde_pct, fail, pass,
                    ci_valid(l) && l.ci_lo > p.max_p99_regression_pct,
                    what + " " + fmt_delta(l, "%", adj[1], p) +
                        (fail ? "; regression beyond the allowed " : "; allowed regression ") +
@@ -175,7 +179,7 @@ void apply(compare::CompareResult& r) {
       const bool pass =
           ci_valid(t) && t.ci_lo >= need && (need <= 0 || significant(t, adj[2]));
       const bool fail = ci_valid(t) && t.ci_hi < need;
-      timing_check("min speedup", t, adj[2], r.power.tokens_per_sec_mde_pct, fail, pass,
+      timing_check(compare::CheckKind::MinSpeedup, t, adj[2], r.power.tokens_per_sec_mde_pct, fail, pass,
                    ci_valid(t) && t.ci_lo >= need,
                    "required a significant speed-up of at least " + bound(need) +
                        "% (the CI's lower bound); measured " + fmt_delta(t, "%", adj[2], p));
@@ -188,7 +192,7 @@ void apply(compare::CompareResult& r) {
     char buf[200];
     std::snprintf(buf, sizeof buf, "peak memory per rank %s by %.1f%% (required saving: %.1f%%)",
                   saving >= 0 ? "fell" : "rose", std::fabs(saving), *p.min_memory_saving_pct);
-    r.checks.push_back(Check{"memory saving", known && saving >= *p.min_memory_saving_pct,
+    r.checks.push_back(Check{compare::CheckKind::MemorySaving, known && saving >= *p.min_memory_saving_pct,
                              known ? buf : "peak memory unknown"});
   }
   {
@@ -202,16 +206,13 @@ void apply(compare::CompareResult& r) {
     bool finite = runs_ok;
     for (double v : vals) finite = finite && std::isfinite(v);
     r.checks.push_back(
-        Check{"finite values", finite,
+        Check{compare::CheckKind::FiniteValues, finite,
               finite ? "every reported value is finite" : "a reported value is NaN or infinite"});
   }
 
   bool all = true;
-  for (auto& c : r.checks) {
-    if (c.verdict.empty()) c.verdict = c.passed ? "pass" : "fail";  // non-timing: pass or fail
-    all = all && c.passed;
-  }
-  r.verdict = all ? "pass" : "fail";
+  for (const auto& c : r.checks) all = all && c.passed;
+  r.verdict = compare::verdict_from(all);
   // An arm that stopped on its config (e.g. fp16 on a CPU) is the user's input, not a crash.
   const bool config_error = r.baseline.config_error() || r.variant.config_error();
   r.exit_code = config_error ? kExitUsage

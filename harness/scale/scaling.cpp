@@ -51,16 +51,18 @@ PointRun run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, cons
   job.stop_after = stop_after;
   job.dir = dir;
   const runs::RunOutcome o = runs::run_child(job);
-  std::string status = o.status, failure = o.failure;
+  std::string failure = o.failure;
   if (o.failed_step) failure = "at step " + std::to_string(o.failed_step) + ": " + failure;
-  if (o.ok() && !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
-    status = "no throughput";
-    failure = "no timed step recorded (timed steps: " + std::to_string(o.summary.timed_steps) + ")";
-  }
   PointRun p;
-  p.ok = status == "ok";
+  p.ok = o.ok();
   p.summary = o.summary;
-  if (!p.ok) p.failure = status + (failure.empty() ? "" : ": " + failure);
+  if (!p.ok) {
+    p.failure = to_string(o.status) + (failure.empty() ? "" : ": " + failure);
+  } else if (!(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
+    p.ok = false;
+    p.failure = "no throughput: no timed step recorded (timed steps: " +
+                std::to_string(o.summary.timed_steps) + ")";
+  }
   return p;
 }
 
