@@ -99,6 +99,70 @@ static std::vector<std::vector<std::string>> cuda_slots(const config::Config& a,
   return slots;
 }
 
+namespace {
+
+// The gate policy the variant resolves to, with the request's --check-step and --repeats.
+void plan_policy(ComparisonPlan& p, const CompareRequest& req) {
+  auto resolved = gate::resolve_policy(req.policy_file, p.variant_config, req.variant.config);
+  p.policy = resolved.policy;
+  p.policy_source = resolved.source;
+  if (req.check_step >= 0) p.policy.check_step = req.check_step;
+  if (req.repeats > 0) {
+    p.policy.repeats = req.repeats;
+    p.policy.auto_repeats = false;
+  } else if (req.repeats == kAutoRepeats) {
+    p.policy.use_auto_repeats();
+  }
+  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
+  // clamp silently (the seed band would be read at the wrong step).
+  const int64_t last_step =
+      std::min(p.baseline_config.integer("run.steps"), p.variant_config.integer("run.steps"));
+  if (p.policy.check_step > last_step)
+    throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
+                     std::to_string(p.policy.check_step) + " is past the last step (" +
+                     std::to_string(last_step) + ")");
+  if (p.mode == Mode::AB && p.policy.repeats < 5)
+    p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
+                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
+                         "cannot reach 0.05 below 4)");
+}
+
+// The knob class that says how the loss is judged, and where it comes from.
+void classify(ComparisonPlan& p) {
+  if (p.mode == Mode::AB) {
+    p.changes = config::diff(p.baseline_config, p.variant_config);
+    auto knobs = classify_changes(p.changes);
+    p.changed_knobs = knobs.knobs;
+    p.klass = knobs.klass;
+    p.workload_changes = knobs.workload;
+    // How the loss is judged: a declared alignment ([gate] alignment) is the user's contract and
+    // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
+    // external trainer's keys say nothing about its math, so its arms align exactly.
+    if (p.policy.alignment)
+      p.klass = *config::parse_knob_class(*p.policy.alignment);
+    else if (!knobs.workload.empty())
+      p.klass = config::Knob::Workload;
+    else if (external::is_external(p.baseline_config) || external::is_external(p.variant_config))
+      p.klass = config::Knob::Exact;
+    p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
+    if (p.changes.empty())
+      p.warnings.push_back("the configs are identical: this is an A/A comparison");
+    p.klass_source = "the keys that differ between the baseline and the variant";
+  } else {
+    const GoldenClass g = golden_knob_class(p.variant_config);
+    p.klass = g.klass;
+    p.changed_knobs = g.knobs;
+    p.klass_source = g.source;
+  }
+  if (p.policy.alignment)
+    p.klass_source = "the knob class (" + *p.policy.alignment +
+                     ") is the one the variant declares ([gate] alignment)";
+  if (p.policy.alignment && p.mode == Mode::Golden)
+    p.klass = *config::parse_knob_class(*p.policy.alignment);
+}
+
+}  // namespace
+
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
   p.out_dir = req.out_dir;
@@ -123,57 +187,8 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
   }
 
-  auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
-  p.policy = resolved.policy;
-  p.policy_source = resolved.source;
-  if (req.check_step >= 0) p.policy.check_step = req.check_step;
-  if (req.repeats > 0) {
-    p.policy.repeats = req.repeats;
-    p.policy.auto_repeats = false;
-  } else if (req.repeats == kAutoRepeats) {
-    p.policy.use_auto_repeats();
-  }
-  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
-  // clamp silently (the seed band would be read at the wrong step).
-  const int64_t last_step = std::min(bcfg.integer("run.steps"), vcfg.integer("run.steps"));
-  if (p.policy.check_step > last_step)
-    throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
-                     std::to_string(p.policy.check_step) + " is past the last step (" +
-                     std::to_string(last_step) + ")");
-  if (p.mode == Mode::AB && p.policy.repeats < 5)
-    p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
-                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
-                         "cannot reach 0.05 below 4)");
-  if (p.mode == Mode::AB) {
-    p.changes = config::diff(bcfg, vcfg);
-    auto knobs = classify_changes(p.changes);
-    p.changed_knobs = knobs.knobs;
-    p.klass = knobs.klass;
-    p.workload_changes = knobs.workload;
-    // How the loss is judged: a declared alignment ([gate] alignment) is the user's contract and
-    // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
-    // external trainer's keys say nothing about its math, so its arms align exactly.
-    if (p.policy.alignment)
-      p.klass = *config::parse_knob_class(*p.policy.alignment);
-    else if (!knobs.workload.empty())
-      p.klass = config::Knob::Workload;
-    else if (external::is_external(bcfg) || external::is_external(vcfg))
-      p.klass = config::Knob::Exact;
-    p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
-    if (p.changes.empty())
-      p.warnings.push_back("the configs are identical: this is an A/A comparison");
-    p.klass_source = "the keys that differ between the baseline and the variant";
-  } else {
-    const GoldenClass g = golden_knob_class(vcfg);
-    p.klass = g.klass;
-    p.changed_knobs = g.knobs;
-    p.klass_source = g.source;
-  }
-  if (p.policy.alignment)
-    p.klass_source = "the knob class (" + *p.policy.alignment +
-                     ") is the one the variant declares ([gate] alignment)";
-  if (p.policy.alignment && p.mode == Mode::Golden)
-    p.klass = *config::parse_knob_class(*p.policy.alignment);
+  plan_policy(p, req);
+  classify(p);
   p.gpu_slots = cuda_slots(bcfg, vcfg, req.parallel);
   p.parallel = !p.gpu_slots.empty() ? static_cast<int>(p.gpu_slots.size())
                : req.parallel > 0   ? req.parallel
