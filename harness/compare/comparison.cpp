@@ -40,7 +40,7 @@ CompareResult run_comparison(const CompareRequest& req) {
   }
   CompareResult r = analyse_alignment(plan, aligned);
   r.conformance = conformance.report;
-  if (!plan.probes.empty() && r.failed_arm.empty()) {
+  if (!plan.probes.empty() && !r.failed_arm) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
   } else {
     drop_probe_checkpoints(plan);
