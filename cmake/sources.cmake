@@ -54,6 +54,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/external/metrics_reader.cpp
   harness/external/trainer_process.cpp
   harness/external/external_run.cpp
+  harness/external/external_arm.cpp
   harness/external/turn_relay.cpp
   reports/run_console.cpp
   reports/run_progress.cpp

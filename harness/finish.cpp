@@ -22,26 +22,26 @@ void record_in_history(const std::string& history_flag, const char* what,
               << "\n";
 }
 
-int finish_run(const RunRequest& req, const config::Config& cfg, const fs::path& out,
+int finish_run(const FinishOptions& opts, const config::Config& cfg, const fs::path& out,
                const RunSummary& summary, const std::vector<StepRecord>& records,
                const std::string& who) {
-  if (!req.no_history) {
+  if (!opts.no_history) {
     std::vector<double> curve;
     for (const auto& r : records) curve.push_back(r.loss);
-    record_in_history(req.history, "run", [&](const fs::path& db) {
+    record_in_history(opts.history, "run", [&](const fs::path& db) {
       return history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
     });
   }
-  if (!req.export_losses.empty()) {
+  if (!opts.export_losses.empty()) {
     std::string text;
     char buf[64];
     for (const auto& r : records) {
       std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
       text += buf;
     }
-    util::write_atomic(req.export_losses, text);
+    util::write_atomic(opts.export_losses, text);
   }
-  if (!req.quiet) reports::print_run_summary(std::cout, summary, out);
+  if (!opts.quiet) reports::print_run_summary(std::cout, summary, out);
   if (!summary.ok()) {
     std::cerr << who << ": run failed: " << summary.failure << "\n";
     return kExitRunFailed;

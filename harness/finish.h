@@ -10,7 +10,6 @@
 
 #include "harness/vocab/compare_result.h"
 #include "harness/config/config.h"
-#include "harness/runner.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep {
@@ -20,12 +19,20 @@ namespace lockstep {
 void record_in_history(const std::string& history_flag, const char* what,
                        const std::function<std::string(const std::filesystem::path& db)>& record);
 
-// A finished run on rank 0, its summary written: recorded in the history (unless --no-history),
-// --export-losses written, the summary printed; the exit code from its status. `who` names the
+// What finishing a run needs from `lockstep run`'s flags (harness/runner.h's RunRequest).
+struct FinishOptions {
+  std::string history;        // --history: the history database (default: history::resolve_path)
+  bool no_history = false;    // --no-history: do not record the run
+  std::string export_losses;  // --export-losses: write "step loss" lines here
+  bool quiet = false;         // --quiet: no summary on stdout
+};
+
+// A finished run on rank 0, its summary written: recorded in the history (unless no_history),
+// export_losses written, the summary printed; the exit code from its status. `who` names the
 // process in the failure line.
-int finish_run(const RunRequest& req, const config::Config& cfg, const std::filesystem::path& out,
-               const RunSummary& summary, const std::vector<StepRecord>& records,
-               const std::string& who);
+int finish_run(const FinishOptions& opts, const config::Config& cfg,
+               const std::filesystem::path& out, const RunSummary& summary,
+               const std::vector<StepRecord>& records, const std::string& who);
 
 // A judged comparison: its reports written into `out` and listed, the console report printed,
 // recorded in the history database `history_db` (unless `record` is false); r.exit_code.

@@ -13,7 +13,7 @@
 #include "harness/dist/rendezvous.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
-#include "harness/external/external_run.h"
+#include "harness/external/external_arm.h"
 #include "harness/finish.h"
 #include "harness/history/store.h"
 #include "harness/train/profile/peak.h"
@@ -79,82 +79,18 @@ std::vector<std::string> child_args(const RunRequest& req, const fs::path& out) 
   return a;
 }
 
-// Fan-out to several observers.
-class Observers final : public train::StepObserver {
- public:
-  void add(train::StepObserver* o) { list_.push_back(o); }
-  void on_start(int64_t a, int64_t b) override {
-    for (auto* o : list_) o->on_start(a, b);
-  }
-  void on_step(const StepRecord& r) override {
-    for (auto* o : list_) o->on_step(r);
-  }
-
- private:
-  std::vector<train::StepObserver*> list_;
-};
-
-// The steps an external trainer checkpoints at (protocol 2's probe): those Lockstep's own
-// trainer would keep with the same [checkpoint] every and keep, the last step excluded.
-std::vector<int64_t> external_checkpoint_steps(const config::Config& cfg) {
-  const int64_t every = cfg.integer("checkpoint.every"), keep = cfg.integer("checkpoint.keep");
-  const int64_t steps = cfg.integer("run.steps");
-  std::vector<int64_t> out;
-  if (every <= 0) return out;
-  for (int64_t s = every; s < steps; s += every) out.push_back(s);
-  if (keep > 0 && static_cast<int64_t>(out.size()) > keep) out.erase(out.begin(), out.end() - keep);
-  return out;
+// What finishing the run needs of its flags (harness/finish.h).
+FinishOptions finish_options(const RunRequest& req) {
+  FinishOptions f;
+  f.history = req.history;
+  f.no_history = req.no_history;
+  f.export_losses = req.export_losses;
+  f.quiet = req.quiet;
+  return f;
 }
 
-// --probe of an external arm (protocol 2): the trainer runs its forwards at the checkpoints it
-// wrote in the baseline's run (step-NNNNNNNN) and writes probe.json/probe.bin here.
-int external_probe_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
-  const runs::RunFolder folder(out);
-  const fs::path checkpoints = runs::RunFolder(req.probe).checkpoints();
-  std::vector<fs::path> found;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(checkpoints, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() == 13 && n.rfind("step-", 0) == 0 &&
-        n.find_first_not_of("0123456789", 5) == std::string::npos)
-      found.push_back(e.path());
-  }
-  std::sort(found.begin(), found.end());  // step-%08d: by step
-  if (found.empty())
-    throw UsageError(req.probe + ": no checkpoints/step-NNNNNNNN to probe (the trainer writes them "
-                     "at LOCKSTEP_CHECKPOINT_STEPS when it announces \"probe\")");
-  fs::create_directories(out);
-  folder.write_config(cfg.to_toml());
-  external::ExternalRunOptions opts;
-  opts.probe_checkpoints = found;
-  opts.probe_out = out;
-  const auto o = external::run_external_probe(cfg, out, opts);
-  std::string failure = o.failure;
-  if (o.status == RunStatus::Ok) {
-    try {  // what the trainer wrote must be a probe of exactly these checkpoints
-      const auto rec = train::read_probe(out);
-      if (rec.steps.size() != found.size())
-        throw std::runtime_error((out / "probe.json").string() + ": " +
-                                 std::to_string(rec.steps.size()) + " steps, " +
-                                 std::to_string(found.size()) + " checkpoints were probed");
-      if (rec.buckets != train::kProbeBuckets)
-        throw std::runtime_error((out / "probe.json").string() + ": buckets = " +
-                                 std::to_string(rec.buckets) + ", the probe's sketch has " +
-                                 std::to_string(train::kProbeBuckets));
-      if (!req.quiet)
-        std::cout << "probed " << rec.steps.size() << " checkpoints of " << req.probe << ", "
-                  << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
-      return kExitPass;
-    } catch (const std::exception& e) {
-      failure = std::string("external trainer's probe: ") + e.what();
-    }
-  }
-  std::cerr << "run failed: " << failure << "\n";
-  return kExitRunFailed;
-}
-
-// An arm with an [external] section: its command trains, Lockstep reads and checks what it writes
-// (harness/external/external_run.h) and writes the same run folder as for its own trainer.
+// An arm with an [external] section (harness/external/external_arm.h): its command trains; here
+// what takes LibTorch or the machine to know: the calibration, the peak FLOPs, the environment.
 int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs::path& out) {
   if (!req.resume.empty())
     throw UsageError(req.resume +
@@ -162,48 +98,17 @@ int run_external_arm(const RunRequest& req, const config::Config& cfg, const fs:
                      "of it); start a new run");
   const auto ext = external::ExternalConfig::from(cfg);
   if (ext.flops_per_token) ensure_calibration(cfg, req.quiet);
-  const runs::RunFolder folder(out);
-  fs::create_directories(out);
-  folder.write_config(cfg.to_toml());
-
-  runs::MetricsLog log(folder.metrics(0), /*append=*/false);
   reports::Progress progress(cfg.str("run.name"), cfg.integer("run.log_every"), ::isatty(1));
-  Observers observers;
-  observers.add(&log);
-  if (!req.quiet) observers.add(&progress);
-  external::ExternalRunOptions opts;
-  opts.stop_after = req.stop_after;
-  opts.checkpoint_steps = external_checkpoint_steps(cfg);
-  opts.checkpoint_dir = folder.checkpoints();
-  auto o = external::run_external(cfg, out, opts, observers);
-  if (!o.turns_ended.empty() && o.turns_ended != "the trainer finished")
-    std::cerr << "external trainer: the timing run's turns with its peer ended: " << o.turns_ended
-              << "\n";
+  auto o = external::train_arm(cfg, out, req.stop_after, req.quiet ? nullptr : &progress);
 
   PeakFlops peak{std::nullopt, "unknown: external.flops_per_token is not set"};
   if (ext.flops_per_token)
     peak = resolve_peak(cfg.str("run.device"), compute_of(cfg),
                         static_cast<int>(cfg.integer("run.threads")), compat::torch_version());
-  SummaryInputs in{cfg.str("run.name"), cfg.hash(), ext.flops_per_token.value_or(0), peak.flops,
-                   peak.source};
-  RunSummary base;
-  base.status = o.status;
-  base.failure = o.failure;
-  base.failed_step = o.failed_step;
-  base.peak_memory_bytes = o.peak_memory_bytes;
-  base.peak_rss_bytes = o.peak_rss_bytes;
-  base.env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), 1);
-  base.env["trainer"] = "external";
-  base.env["external_command"] = o.command_line;
-  o.protocol.to_env(base.env);
-  auto summary = summarize(o.records, in, base);
-  summary.mfu_formula = ext.flops_per_token ? "external.flops_per_token (declared by the config)"
-                                            : "unknown: external.flops_per_token is not set";
-  bool phases = false;  // a trainer that reports no phase times has no breakdown to classify
-  for (const auto& [k, v] : summary.phase_ms_mean) phases = phases || v > 0;
-  if (!phases) summary.bound = "unknown";
-  folder.write_summary(summary);
-  return finish_run(req, cfg, out, summary, o.records, "lockstep");
+  auto env = train::describe_environment(cfg.str("run.device"), cfg.integer("run.threads"), 1);
+  const auto summary =
+      external::write_arm_summary(cfg, out, o, std::move(env), peak.flops, peak.source);
+  return finish_run(finish_options(req), cfg, out, summary, o.records, "lockstep");
 }
 
 // --probe: the forward at a run's checkpoints, no training, no calibration, one rank
@@ -265,7 +170,7 @@ int train_rank(const RunRequest& req, const config::Config& cfg, const dist::Ran
   runs::MetricsLog log(metrics, /*append=*/!req.resume.empty());
   const bool tty = ::isatty(1) && world == 1;
   reports::Progress progress(cfg.str("run.name"), cfg.integer("run.log_every"), tty);
-  Observers observers;
+  train::Observers observers;
   observers.add(&log);
   if (rank0 && !req.quiet) observers.add(&progress);
 
@@ -279,23 +184,10 @@ int train_rank(const RunRequest& req, const config::Config& cfg, const dist::Ran
                    peak.source};
 
   auto write_summary = [&](const train::TrainOutcome& o, const std::vector<StepRecord>& recs) {
-    RunSummary base;
-    base.status = o.status;
-    base.failure = o.failure;
-    base.failed_step = o.failed_step;
-    base.memory = o.memory;
-    base.peak_memory_bytes = o.peak_memory_bytes;
-    base.peak_rss_bytes = o.peak_rss_bytes;
-    base.overflow_skips = o.overflow_skips;
-    base.loss_floor = o.loss_floor;
-    base.env = o.env;
-    base.top_ops = o.top_ops;
-    base.top_kernels = o.top_kernels;
-    base.memory_per_rank = o.memory_per_rank;
-    base.profiled_steps = o.profiled_steps;
+    std::vector<PluginRef> plugins;
     for (const auto& p : registry::plugin_files(cfg))
-      base.plugins.push_back(PluginRef{p.file, p.sha256});
-    auto summary = summarize(recs, in, base);
+      plugins.push_back(PluginRef{p.file, p.sha256});
+    auto summary = summarize_outcome(o, recs, in, plugins);
     if (rank0) folder.write_summary(summary);
     return summary;
   };
@@ -329,7 +221,7 @@ int train_rank(const RunRequest& req, const config::Config& cfg, const dist::Ran
     std::cerr << "rank " << who.rank << ": run failed: " << outcome.failure << "\n";
     return kExitRunFailed;
   }
-  return finish_run(req, cfg, out, summary, records, "rank 0");
+  return finish_run(finish_options(req), cfg, out, summary, records, "rank 0");
 }
 
 }  // namespace
@@ -373,7 +265,7 @@ int run_training(const RunRequest& req) {
                      "--resume it");
 
   if (external::is_external(cfg)) {
-    if (!req.probe.empty()) return external_probe_arm(req, cfg, out);
+    if (!req.probe.empty()) return external::probe_arm(cfg, out, req.probe, req.quiet);
     return run_external_arm(req, cfg, out);
   }
   if (!req.probe.empty()) return probe_arm(req, cfg, who, out);

@@ -8,7 +8,7 @@ std::string BisectConsoleReporter::render(const compare::BisectResult& r) const 
   std::ostringstream o;
   o << "\nbisect: " << r.trials.size() << " trials\n";
   for (const auto& t : r.trials) {
-    o << "  " << (t.verdict == "pass" ? "PASS" : "FAIL") << "  " << t.mode << ":";
+    o << "  " << (t.verdict == compare::Verdict::Pass ? "PASS" : "FAIL") << "  " << t.mode << ":";
     for (const auto& s : t.sets) o << " " << s;
     if (!t.detail.empty()) o << "\n        " << t.detail;
     o << "\n        report: " << t.report_dir << "/report.html\n";

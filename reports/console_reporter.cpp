@@ -63,7 +63,7 @@ std::vector<std::string> delta_cells(const std::string& metric, const std::strin
 std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   using text::fixed;
   std::ostringstream o;
-  const bool pass = r.verdict == "pass";
+  const bool pass = r.verdict == compare::Verdict::Pass;
   const std::string rule = unicode_ ? "══" : "==";
   o << rule << " Lockstep compare: " << (pass ? "PASS" : "FAIL") << " " << rule << "  (exit "
     << r.exit_code << ", mode " << compare::to_string(r.mode) << ", " << fixed(r.wall_seconds, 1) << " s)\n";
@@ -88,7 +88,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
     o << "\nWarnings\n";
     for (const auto& w : r.warnings) o << "  ! " << w << "\n";
   }
-  if (!r.failed_arm.empty()) o << "\nRun failed\n  " << r.failed_arm << ": " << r.failure << "\n";
+  if (r.failed_arm) o << "\nRun failed\n  " << compare::to_string(*r.failed_arm) << ": " << r.failure << "\n";
 
   const auto& a = r.alignment;
   o << "\nAlignment ("
@@ -201,7 +201,7 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   o << "\nChecks\n";
   std::vector<std::vector<std::string>> checks;
   for (const auto& c : r.checks) {
-    const bool unsure = compare::verdict_of(c) == "inconclusive";
+    const bool unsure = c.verdict == compare::Verdict::Inconclusive;
     const std::string mark = unicode_ ? (unsure ? "? " : c.passed ? "✔ " : "✘ ")
                                       : (unsure ? (c.passed ? "[ ?? ] " : "[FAIL?] ")
                                                 : c.passed ? "[ ok ] " : "[FAIL] ");

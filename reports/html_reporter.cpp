@@ -35,7 +35,7 @@ std::string delta_html_row(const std::string& metric, const std::string& b, cons
 }
 
 void banner(std::ostream& o, const compare::CompareResult& r) {
-  const bool pass = r.verdict == "pass";
+  const bool pass = r.verdict == compare::Verdict::Pass;
   o << "<header class=\"banner " << (pass ? "pass" : "fail") << "\"><h1>"
     << (pass ? "✔ PASS" : "✘ FAIL") << "</h1><p>variant <b>" << html_escape(r.variant.name)
     << "</b> vs baseline <b>" << html_escape(r.baseline.name) << "</b> · exit " << r.exit_code
@@ -45,8 +45,8 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
   if (r.too_few_repeats)
     o << "<div class=\"notice\">⚠ too few repeats for a significance test: deltas are indicative "
          "only</div>\n";
-  if (!r.failed_arm.empty())
-    o << "<div class=\"notice bad\"><b>Run failed:</b> " << html_escape(r.failed_arm) << ": "
+  if (r.failed_arm)
+    o << "<div class=\"notice bad\"><b>Run failed:</b> " << html_escape(compare::to_string(*r.failed_arm)) << ": "
       << html_escape(r.failure) << "</div>\n";
 }
 
@@ -238,7 +238,7 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
   }
   o << "<section><h2>Checks</h2>\n<table><tr><th></th><th>Check</th><th>Detail</th></tr>\n";
   for (const auto& c : r.checks) {
-    const bool unsure = compare::verdict_of(c) == "inconclusive";
+    const bool unsure = c.verdict == compare::Verdict::Inconclusive;
     o << "<tr>"
       << td(unsure     ? std::string(c.passed ? "<span class=\"muted\">?</span>"
                                               : "<span class=\"no\">?</span>")
@@ -266,7 +266,7 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
 
 std::string HtmlReporter::render(const compare::CompareResult& r) const {
   std::ostringstream o;
-  const std::string verdict = r.verdict == "pass" ? "PASS" : "FAIL";
+  const std::string verdict = r.verdict == compare::Verdict::Pass ? "PASS" : "FAIL";
   o << html_page_begin("Lockstep " + verdict + ": " + r.variant.name + " vs " + r.baseline.name,
                        kComparisonCss);
   banner(o, r);

@@ -39,13 +39,13 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
     o << "      <property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value)
       << "\"/>\n";
   };
-  property("verdict", r.verdict);
+  property("verdict", compare::to_string(r.verdict));
   property("exit_code", std::to_string(r.exit_code));
   property("mode", compare::to_string(r.mode));
   property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
   property("variant", r.variant.name + " (" + r.variant.config_path + ")");
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
-  property("on_inconclusive", r.policy.on_inconclusive);
+  property("on_inconclusive", gate::to_string(r.policy.on_inconclusive));
   if (r.timed) property("tail_statistic", r.tail.label);
   if (const auto mde = text::power_summary(r); !mde.empty()) property("power", mde);
   if (text::any_plugins(r)) {
@@ -57,15 +57,15 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
     o << "    <testcase classname=\"lockstep.gate\" name=\"" << xml_escape(c.name)
       << "\" time=\"0\"";
     if (c.passed) {  // an inconclusive check that passes says so in its detail
-      o << ">\n      <system-out>" << xml_escape(compare::verdict_of(c) + ": " + c.detail)
+      o << ">\n      <system-out>" << xml_escape(compare::to_string(c.verdict) + (": " + c.detail))
         << "</system-out>\n    </testcase>\n";
     } else {
       o << ">\n      <failure message=\"" << xml_escape(c.detail) << "\" type=\"gate\">"
         << xml_escape(c.detail) << "</failure>\n    </testcase>\n";
     }
   }
-  if (!r.failed_arm.empty())
-    o << "    <system-err>" << xml_escape(r.failed_arm + ": " + r.failure) << "</system-err>\n";
+  if (r.failed_arm)
+    o << "    <system-err>" << xml_escape(compare::to_string(*r.failed_arm) + (": " + r.failure)) << "</system-err>\n";
   o << "  </testsuite>\n</testsuites>\n";
   return o.str();
 }

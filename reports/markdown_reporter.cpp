@@ -70,7 +70,7 @@ std::string delta_markdown_row(const std::string& metric, const std::string& b,
 std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   using text::fixed;
   std::ostringstream o;
-  const bool pass = r.verdict == "pass";
+  const bool pass = r.verdict == compare::Verdict::Pass;
   o << "## " << (pass ? "✅" : "❌") << " Lockstep: " << (pass ? "PASS" : "FAIL") << " — "
     << markdown_escape(r.variant.name) << " vs " << markdown_escape(r.baseline.name) << "\n\n";
   o << "exit " << r.exit_code << " · mode " << markdown_escape(compare::to_string(r.mode)) << " · "
@@ -79,8 +79,8 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   if (r.too_few_repeats)
     o << "> ⚠️ too few repeats for a significance test: deltas are indicative only\n";
   if (!r.warnings.empty() || r.too_few_repeats) o << "\n";
-  if (!r.failed_arm.empty())
-    o << "**Run failed:** " << markdown_escape(r.failed_arm) << " — " << markdown_escape(r.failure)
+  if (r.failed_arm)
+    o << "**Run failed:** " << markdown_escape(compare::to_string(*r.failed_arm)) << " — " << markdown_escape(r.failure)
       << "\n\n";
 
   if (r.mode == compare::Mode::Golden) {
@@ -219,7 +219,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   }
   o << "\n**Checks**\n\n" << markdown_row({"", "Check", "Detail"}) << "|---|---|---|\n";
   for (const auto& c : r.checks)
-    o << markdown_row({compare::verdict_of(c) == "inconclusive" ? (c.passed ? "❔" : "❔❌")
+    o << markdown_row({c.verdict == compare::Verdict::Inconclusive ? (c.passed ? "❔" : "❔❌")
                        : c.passed                              ? "✅"
                                                                : "❌",
                        markdown_escape(c.name), markdown_escape(c.detail)});

@@ -76,7 +76,7 @@ bool any_plugins(const compare::CompareResult& r) {
 std::string text::timing_summary(const compare::CompareResult& r) {
   if (r.timed) return util::count_of(r.repeats, "repeat") + " per arm";
   if (r.mode == compare::Mode::Golden) return "not timed (golden mode: no second arm to time against)";
-  if (!r.failed_arm.empty()) return "not timed (a run failed)";
+  if (r.failed_arm) return "not timed (a run failed)";
   return "not timed (the loss does not align)";
 }
 
@@ -111,7 +111,7 @@ std::string text::sequential_summary(const compare::CompareResult& r) {
                                     util::format_number("%g", r.policy.max_minutes)
                               : "a run failed";
   const bool any_fail = std::any_of(last.verdicts.begin(), last.verdicts.end(),
-                                    [](const auto& v) { return v.second == "fail"; });
+                                    [](const auto& v) { return v.second == compare::Verdict::Fail; });
   const size_t planned = r.policy.looks().size();
   return "repeats \"auto\": stopped at look " + std::to_string(s.looks.size()) + " of " +
          std::to_string(planned) + " (" + util::count_of(last.repeats, "repeat") +
@@ -162,10 +162,11 @@ std::string text::power_summary(const compare::CompareResult& r) {
 
 std::string text::inconclusive_summary(const compare::CompareResult& r) {
   int64_t n = 0;
-  for (const auto& c : r.checks) n += compare::verdict_of(c) == "inconclusive" ? 1 : 0;
+  for (const auto& c : r.checks) n += c.verdict == compare::Verdict::Inconclusive ? 1 : 0;
   if (n == 0) return "";
   return util::count_of(n, "timing check") + " inconclusive (could not tell; on_inconclusive = " +
-         r.policy.on_inconclusive + (r.policy.inconclusive_passes() ? ": passes" : ": fails") +
+         std::string(gate::to_string(r.policy.on_inconclusive)) +
+         (r.policy.inconclusive_passes() ? ": passes" : ": fails") +
          ")";
 }
 

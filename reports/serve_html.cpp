@@ -154,7 +154,7 @@ std::string serve_compare_html(const ServeHtmlInput& in) {
     << th("effect", true) << th("95% CI", true) << th("p", true) << th("detail") << "</tr>\n";
   for (const auto& c : in.checks) {
     const std::string unit = c.name == "slo attainment" ? " pts" : "%";
-    o << "<tr>" << td(html_escape(c.name)) << verdict_cell(c.verdict)
+    o << "<tr>" << td(html_escape(c.name)) << verdict_cell(compare::to_string(c.verdict))
       << td(html_escape(fmt("%+.2f", c.value_pct) + unit), true)
       << td(c.ci.valid() ? html_escape("[" + fmt("%+.2f", c.ci.lo) + ", " + fmt("%+.2f", c.ci.hi) +
                                        "]")

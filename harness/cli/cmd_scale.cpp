@@ -75,7 +75,7 @@ void add_scale_command(CLI::App& app, Action& action) {
       req.config = o->config;
       req.sets = o->sets;
       req.nprocs = parse_nprocs(o->nproc);
-      req.mode = o->mode;
+      req.mode = *scale::parse_mode(o->mode);  // --mode's IsMember check admits only its words
       req.repeats = o->repeats;
       req.steps_timed = o->steps_timed;
       const auto cfg =

@@ -16,7 +16,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
-#include "harness/compare/comparison.h"
+#include "harness/compare/request.h"
 #include "harness/compare/comparison_stats.h"
 #include "harness/config/config.h"
 #include "harness/finish.h"
@@ -192,7 +192,7 @@ history::ServeCompareRecord serve_compare_record(const config::Config& a, const 
   h.passed = passed;
   h.exit_code = passed ? kExitPass : kExitGateFailed;
   for (const auto& c : r.checks) {
-    h.checks.push_back({{"name", c.name}, {"passed", c.verdict != "fail"}, {"detail", c.detail}});
+    h.checks.push_back({{"name", c.name}, {"passed", c.verdict != compare::Verdict::Fail}, {"detail", c.detail}});
     if (c.name == "throughput" || c.name == "capacity") h.throughput_pct = finite(c.value_pct);
     if (c.name == "p99 latency") h.p99_pct = finite(c.value_pct);
   }
@@ -245,7 +245,9 @@ std::optional<int> compare_serving(const std::string& baseline, const std::strin
   bool passed = true;
   const bool inconclusive_fails = !p.inconclusive_passes();
   for (const auto& c : r.checks)
-    if (c.verdict == "fail" || (c.verdict == "inconclusive" && inconclusive_fails)) passed = false;
+    if (c.verdict == compare::Verdict::Fail ||
+        (c.verdict == compare::Verdict::Inconclusive && inconclusive_fails))
+      passed = false;
   fs::create_directories(out_dir);
   ordered_json checks = ordered_json::array();
   for (const auto& c : r.checks) checks.push_back(serve::to_json(c));

@@ -35,14 +35,20 @@ double loss_at(const std::vector<double>& curve, int64_t step) {
              : NAN;
 }
 
-void fail_arm(CompareResult& r, ArmResult& arm, const runs::RunOutcome& o) {
+ArmResult& arm_of(CompareResult& r, Arm which) {
+  return which == Arm::Baseline ? r.baseline : r.variant;
+}
+
+void fail_arm(CompareResult& r, Arm which, const runs::RunOutcome& o) {
+  ArmResult& arm = arm_of(r, which);
   arm.status = o.status;
   arm.failure = o.failure;
   arm.failed_step = o.failed_step;
-  if (r.failed_arm.empty()) {
-    r.failed_arm = arm.label;
-    r.failure = o.status + (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") +
-                ": " + o.failure;
+  if (!r.failed_arm) {
+    r.failed_arm = which;
+    r.failure = to_string(o.status) +
+                (o.failed_step ? " at step " + std::to_string(o.failed_step) : "") + ": " +
+                o.failure;
   }
 }
 
@@ -90,6 +96,56 @@ CompareResult result_from_plan(const ComparisonPlan& plan) {
   return r;
 }
 
+namespace {
+
+// The noise envelope's curves (Rule::Envelope), from the perturbed baseline runs.
+std::optional<EnvelopeInput> envelope_input(const ComparisonPlan& plan,
+                                            const std::vector<runs::RunOutcome>& outs,
+                                            CompareResult& r) {
+  if (plan.approximate_rule != Rule::Envelope) return std::nullopt;
+  EnvelopeInput e;
+  e.noise = plan.envelope_noise;
+  e.noise_source = plan.envelope_noise_source;
+  e.factor = r.policy.envelope_factor;
+  for (size_t i = 0; i < plan.alignment.size(); ++i) {
+    if (plan.alignment[i].role != Role::Envelope) continue;
+    if (!outs[i].ok()) {  // a perturbed baseline that fails is the baseline's failure
+      fail_arm(r, Arm::Baseline, outs[i]);
+      continue;
+    }
+    e.curves.push_back(losses_of(outs[i].records));
+    e.noise_seeds.push_back(plan.alignment[i].noise_seed);
+  }
+  return e;
+}
+
+// The seed band's losses at the check step (Rule::SeedBand), from the runs at other seeds.
+std::optional<BandInput> band_input(const ComparisonPlan& plan,
+                                    const std::vector<runs::RunOutcome>& outs, CompareResult& r) {
+  if (plan.approximate_rule != Rule::SeedBand) return std::nullopt;
+  BandInput b;
+  const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
+                                             : static_cast<int64_t>(r.baseline.loss_curve.size());
+  // Golden mode measures the spread on the variant's seeds (harness/compare/golden_mode.h).
+  const bool golden = plan.mode == Mode::Golden;
+  const Arm band_which = golden ? Arm::Variant : Arm::Baseline;
+  const ArmResult& band_arm = arm_of(r, band_which);
+  b.seeds.push_back(plan.alignment[full_run(plan, band_which)].seed);
+  b.losses.push_back(loss_at(band_arm.loss_curve, cs));
+  for (size_t i = 0; i < plan.alignment.size(); ++i) {
+    if (plan.alignment[i].role != Role::SeedBand) continue;
+    if (!outs[i].ok()) {
+      fail_arm(r, band_which, outs[i]);
+      continue;
+    }
+    b.seeds.push_back(plan.alignment[i].seed);
+    b.losses.push_back(loss_at(losses_of(outs[i].records), cs));
+  }
+  return b;
+}
+
+}  // namespace
+
 CompareResult analyse_alignment(const ComparisonPlan& plan,
                                 const std::vector<runs::RunOutcome>& outs) {
   CompareResult r = result_from_plan(plan);
@@ -99,7 +155,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
     fill_arm_from_alignment(r.baseline, plan.alignment[bi], outs[bi]);
     fill_memory_per_rank(r.baseline, outs[bi].summary, plan.baseline_config);
     r.env = outs[bi].summary.env;
-    if (!outs[bi].ok()) fail_arm(r, r.baseline, outs[bi]);
+    if (!outs[bi].ok()) fail_arm(r, Arm::Baseline, outs[bi]);
   } else {
     r.baseline.loss_curve = plan.golden_curve;
     r.baseline.name = "golden";
@@ -109,46 +165,10 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   fill_arm_from_alignment(r.variant, plan.alignment[vi], outs[vi]);
   fill_memory_per_rank(r.variant, outs[vi].summary, plan.variant_config);
   if (plan.mode == Mode::Golden) r.env = outs[vi].summary.env;
-  if (!outs[vi].ok()) fail_arm(r, r.variant, outs[vi]);
+  if (!outs[vi].ok()) fail_arm(r, Arm::Variant, outs[vi]);
 
-  std::optional<EnvelopeInput> envelope;
-  if (plan.approximate_rule == Rule::Envelope) {
-    EnvelopeInput e;
-    e.noise = plan.envelope_noise;
-    e.noise_source = plan.envelope_noise_source;
-    e.factor = r.policy.envelope_factor;
-    for (size_t i = 0; i < plan.alignment.size(); ++i) {
-      if (plan.alignment[i].role != Role::Envelope) continue;
-      if (!outs[i].ok()) {  // a perturbed baseline that fails is the baseline's failure
-        fail_arm(r, r.baseline, outs[i]);
-        continue;
-      }
-      e.curves.push_back(losses_of(outs[i].records));
-      e.noise_seeds.push_back(plan.alignment[i].noise_seed);
-    }
-    envelope = e;
-  }
-  std::optional<BandInput> band;
-  if (plan.approximate_rule == Rule::SeedBand) {
-    BandInput b;
-    const int64_t cs = r.policy.check_step > 0 ? r.policy.check_step
-                                               : static_cast<int64_t>(r.baseline.loss_curve.size());
-    // Golden mode measures the spread on the variant's seeds (harness/compare/golden_mode.h).
-    const bool golden = plan.mode == Mode::Golden;
-    ArmResult& band_arm = golden ? r.variant : r.baseline;
-    b.seeds.push_back(plan.alignment[full_run(plan, golden ? Arm::Variant : Arm::Baseline)].seed);
-    b.losses.push_back(loss_at(band_arm.loss_curve, cs));
-    for (size_t i = 0; i < plan.alignment.size(); ++i) {
-      if (plan.alignment[i].role != Role::SeedBand) continue;
-      if (!outs[i].ok()) {
-        fail_arm(r, band_arm, outs[i]);
-        continue;
-      }
-      b.seeds.push_back(plan.alignment[i].seed);
-      b.losses.push_back(loss_at(losses_of(outs[i].records), cs));
-    }
-    band = b;
-  }
+  const std::optional<EnvelopeInput> envelope = envelope_input(plan, outs, r);
+  const std::optional<BandInput> band = band_input(plan, outs, r);
   const bool from_history = plan.mode == Mode::AB && !plan.reference_curve.empty();
   if (from_history) {
     r.loss_reference = plan.reference_source.empty() ? "history run" : plan.reference_source;
@@ -161,7 +181,7 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
                                 plan.klass, band, envelope, r.policy.curve_window_pct);
   if (plan.klass == config::Knob::Workload) mark_workload_change(r.alignment, plan.workload_changes);
   if (plan.mode == Mode::Golden) golden_seed_band(r.alignment);
-  if (plan.mode == Mode::AB && r.failed_arm.empty() && r.alignment.applicable && !r.alignment.aligned)
+  if (plan.mode == Mode::AB && !r.failed_arm && r.alignment.applicable && !r.alignment.aligned)
     r.warnings.push_back(
         "not timed: the loss does not align, and an optimization that changes the math is rejected "
         "before its speed matters");
@@ -178,26 +198,25 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   ProbeCheck& pc = r.alignment.probe;
   pc.note = plan.probe_note;
   if (plan.probes.empty()) return;
-  if (!r.failed_arm.empty()) {
+  if (r.failed_arm) {
     pc.note = "not run: an arm failed";
     return;
   }
   std::vector<train::ProbeRecord> recs;
   for (size_t i = 0; i < plan.probes.size(); ++i) {
-    ArmResult& arm = plan.probes[i].arm == Arm::Variant ? r.variant : r.baseline;
     runs::RunOutcome o = i < outs.size() ? outs[i] : runs::RunOutcome{};
-    if (i >= outs.size()) o.status = "not run", o.failure = "no outcome";
+    if (i >= outs.size()) o.status = RunStatus::NotRun, o.failure = "no outcome";
     if (o.ok()) {
       try {
         recs.push_back(train::read_probe(plan.probes[i].job.dir));
         continue;
       } catch (const std::exception& e) {
-        o.status = "unreadable probe", o.failure = e.what();
+        o.status = RunStatus::UnreadableProbe, o.failure = e.what();
       }
     }
     o.failure = "function probe " + plan.probes[i].job.label + ": " + o.failure;
-    fail_arm(r, arm, o);
-    pc.note = "not run: the " + plan.probes[i].job.label + " probe " + o.status;
+    fail_arm(r, plan.probes[i].arm, o);
+    pc.note = "not run: the " + plan.probes[i].job.label + " probe " + to_string(o.status);
     return;
   }
   const std::vector<train::ProbeRecord> noise(recs.begin() + 2, recs.end());
@@ -229,7 +248,7 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
   a.explanation += buf;
   if (a.aligned && !pc.passed) {
     a.aligned = false;
-    if (plan.mode == Mode::AB && r.failed_arm.empty())
+    if (plan.mode == Mode::AB && !r.failed_arm)
       r.warnings.push_back(
           "not timed: the function probe shows the variant computes another function at the "
           "same weights, and an optimization that changes the math is rejected before its speed "
@@ -238,31 +257,14 @@ void analyse_probe(const ComparisonPlan& plan, const std::vector<runs::RunOutcom
 }
 
 bool should_time(const CompareResult& r) {
-  return r.mode == Mode::AB && r.failed_arm.empty() && (r.alignment.aligned || !r.alignment.applicable);
+  return r.mode == Mode::AB && !r.failed_arm && (r.alignment.aligned || !r.alignment.applicable);
 }
 
-void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
-                    CompareResult& r) {
-  std::vector<std::vector<double>> curves_b, curves_v;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const auto& o = outs[i];
-    const bool is_b = plan.timing[i].arm == Arm::Baseline;
-    ArmResult& arm = is_b ? r.baseline : r.variant;
-    if (!o.ok()) {
-      fail_arm(r, arm, o);
-      break;
-    }
-    arm.repeats.push_back(o.summary);
-    arm.tokens_per_sec_repeats.push_back(o.summary.tokens_per_sec);
-    if (o.summary.mfu) arm.mfu_repeats.push_back(*o.summary.mfu);
-    arm.step_ms_repeats.push_back(timed_ms_of(o.records));
-    (is_b ? curves_b : curves_v).push_back(losses_of(o.records));
-  }
-  if (!r.failed_arm.empty() || outs.size() < plan.timing.size()) return;
+namespace {
 
-  r.timed = true;
-  r.repeats = static_cast<int64_t>(r.baseline.repeats.size());  // per arm (interleaved pairs)
-  r.too_few_repeats = r.repeats < 5;
+// Whether each arm's timing repeats reproduced its full run's losses bit for bit.
+void check_determinism(CompareResult& r, const std::vector<std::vector<double>>& curves_b,
+                       const std::vector<std::vector<double>>& curves_v) {
   r.determinism.checked = true;
   const std::string db = first_nondeterminism(r.baseline.loss_curve, curves_b);
   const std::string dv = first_nondeterminism(r.variant.loss_curve, curves_v);
@@ -273,51 +275,46 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
           ? "every repeat reproduced its full run bit for bit"
           : (db.empty() ? "" : "baseline " + db) +
                 (dv.empty() ? "" : (db.empty() ? "" : "; ") + std::string("variant ") + dv);
-  auto pooled_of = [](const ArmResult& a) {
-    std::vector<double> pooled;
-    for (const auto& x : a.step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
-    return pooled;
-  };
-  r.tail = tail_statistic(static_cast<int64_t>(pooled_of(r.baseline).size()),
-                          static_cast<int64_t>(pooled_of(r.variant).size()),
-                          r.policy.p99_min_samples);
-  // MFU against one common peak as well as each arm's own (a bf16 arm's own peak is higher).
-  r.common_peak = common_peak(r.baseline, r.variant);
-  for (auto* arm : {&r.baseline, &r.variant}) {
-    median_with_ci(arm->tokens_per_sec_repeats, r.policy, &arm->tokens_per_sec,
-                   &arm->tokens_per_sec_ci_lo, &arm->tokens_per_sec_ci_hi);
-    if (!arm->mfu_repeats.empty()) arm->mfu = stats::median(arm->mfu_repeats);
-    // An arm cannot beat its own peak: above 100% the peak is wrong (a CPU calibration cached
-    // while other processes shared the cores read fp32 at a third of its idle value).
-    if (arm->mfu && *arm->mfu > 1.0) {
-      const std::string src = arm->repeats.empty() ? "" : arm->repeats.front().peak_flops_source;
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *arm->mfu);
-      r.warnings.push_back("the " + arm->label + " arm's MFU is " + pct + " of its own peak (" +
-                           src +
-                           "): the peak is below what the arm achieved, so it is stale or was "
-                           "measured under load; its MFU figures are not to be trusted until "
-                           "`lockstep calibrate` measures the peak again on an idle machine");
-    }
-    arm->mfu_common_repeats.clear();
-    if (std::isfinite(r.common_peak.flops))
-      for (const auto& rep : arm->repeats)
-        arm->mfu_common_repeats.push_back(rep.flops_per_token * rep.tokens_per_sec /
-                                          r.common_peak.flops);
-    if (!arm->mfu_common_repeats.empty()) arm->mfu_common = stats::median(arm->mfu_common_repeats);
-    const std::vector<double> pooled = pooled_of(*arm);
-    arm->step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95),
-                               stats::percentile(pooled, 99), stats::mean(pooled)};
-    arm->step_ms_n = static_cast<int64_t>(pooled.size());
-    arm->step_ms_tail = stats::percentile(pooled, r.tail.q);
+}
+
+std::vector<double> pooled_of(const ArmResult& a) {
+  std::vector<double> pooled;
+  for (const auto& x : a.step_ms_repeats) pooled.insert(pooled.end(), x.begin(), x.end());
+  return pooled;
+}
+
+// One arm's medians, MFU (its own peak's and the common one's) and pooled step-time percentiles.
+void summarise_arm(CompareResult& r, ArmResult& arm) {
+  median_with_ci(arm.tokens_per_sec_repeats, r.policy, &arm.tokens_per_sec,
+                 &arm.tokens_per_sec_ci_lo, &arm.tokens_per_sec_ci_hi);
+  if (!arm.mfu_repeats.empty()) arm.mfu = stats::median(arm.mfu_repeats);
+  // An arm cannot beat its own peak: above 100% the peak is wrong (a CPU calibration cached
+  // while other processes shared the cores read fp32 at a third of its idle value).
+  if (arm.mfu && *arm.mfu > 1.0) {
+    const std::string src = arm.repeats.empty() ? "" : arm.repeats.front().peak_flops_source;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *arm.mfu);
+    r.warnings.push_back("the " + arm.label + " arm's MFU is " + pct + " of its own peak (" +
+                         src +
+                         "): the peak is below what the arm achieved, so it is stale or was "
+                         "measured under load; its MFU figures are not to be trusted until "
+                         "`lockstep calibrate` measures the peak again on an idle machine");
   }
-  aggregate_profile(r.baseline);
-  aggregate_profile(r.variant);
-  r.breakdown = compare_breakdown(r.baseline, r.variant);
-  // Pairs that took turns step by step shared the host's state step for step: judged as
-  // matched pairs (docs/method.md "Timing in turns"); repeats run one after the other as two samples.
-  r.interleave = plan.interleave;
-  r.interleave_note = plan.interleave_note;
+  arm.mfu_common_repeats.clear();
+  if (std::isfinite(r.common_peak.flops))
+    for (const auto& rep : arm.repeats)
+      arm.mfu_common_repeats.push_back(rep.flops_per_token * rep.tokens_per_sec /
+                                       r.common_peak.flops);
+  if (!arm.mfu_common_repeats.empty()) arm.mfu_common = stats::median(arm.mfu_common_repeats);
+  const std::vector<double> pooled = pooled_of(arm);
+  arm.step_ms = Percentiles{stats::percentile(pooled, 50), stats::percentile(pooled, 95),
+                            stats::percentile(pooled, 99), stats::mean(pooled)};
+  arm.step_ms_n = static_cast<int64_t>(pooled.size());
+  arm.step_ms_tail = stats::percentile(pooled, r.tail.q);
+}
+
+// The arms' deltas (throughput, MFU, P50, the tail) and the power of the timing checks.
+void timing_deltas(const ComparisonPlan& plan, CompareResult& r) {
   r.delta.tokens_per_sec_pct =
       plan.steps_in_turns()
           ? paired_throughput_delta(r.baseline.tokens_per_sec_repeats,
@@ -336,6 +333,47 @@ void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutco
   r.power = timing_power(r.baseline, r.variant, r.tail.q,
                          r.policy.check_level() / timing_family_size(r.policy),
                          plan.steps_in_turns());
+}
+
+}  // namespace
+
+void analyse_timing(const ComparisonPlan& plan, const std::vector<runs::RunOutcome>& outs,
+                    CompareResult& r) {
+  std::vector<std::vector<double>> curves_b, curves_v;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& o = outs[i];
+    const bool is_b = plan.timing[i].arm == Arm::Baseline;
+    ArmResult& arm = is_b ? r.baseline : r.variant;
+    if (!o.ok()) {
+      fail_arm(r, plan.timing[i].arm, o);
+      break;
+    }
+    arm.repeats.push_back(o.summary);
+    arm.tokens_per_sec_repeats.push_back(o.summary.tokens_per_sec);
+    if (o.summary.mfu) arm.mfu_repeats.push_back(*o.summary.mfu);
+    arm.step_ms_repeats.push_back(timed_ms_of(o.records));
+    (is_b ? curves_b : curves_v).push_back(losses_of(o.records));
+  }
+  if (r.failed_arm || outs.size() < plan.timing.size()) return;
+
+  r.timed = true;
+  r.repeats = static_cast<int64_t>(r.baseline.repeats.size());  // per arm (interleaved pairs)
+  r.too_few_repeats = r.repeats < 5;
+  check_determinism(r, curves_b, curves_v);
+  r.tail = tail_statistic(static_cast<int64_t>(pooled_of(r.baseline).size()),
+                          static_cast<int64_t>(pooled_of(r.variant).size()),
+                          r.policy.p99_min_samples);
+  // MFU against one common peak as well as each arm's own (a bf16 arm's own peak is higher).
+  r.common_peak = common_peak(r.baseline, r.variant);
+  for (auto* arm : {&r.baseline, &r.variant}) summarise_arm(r, *arm);
+  aggregate_profile(r.baseline);
+  aggregate_profile(r.variant);
+  r.breakdown = compare_breakdown(r.baseline, r.variant);
+  // Pairs that took turns step by step shared the host's state step for step: judged as
+  // matched pairs (docs/method.md "Timing in turns"); repeats run one after the other as two samples.
+  r.interleave = plan.interleave;
+  r.interleave_note = plan.interleave_note;
+  timing_deltas(plan, r);
 }
 
 }  // namespace lockstep::compare

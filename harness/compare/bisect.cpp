@@ -51,10 +51,10 @@ BisectResult run_bisect(const BisectRequest& req) {
     t.report_dir = cr.out_dir;
     for (const auto& c : r.checks) {
       if (c.passed) continue;
-      if (c.name == "loss alignment") t.aligned = false;
-      if (c.name == "p99 latency") t.p99_ok = false;
-      if (c.name == "throughput") t.throughput_ok = false;
-      if (c.name == "runs completed") t.ran = false;
+      if (c.kind == CheckKind::LossAlignment) t.aligned = false;
+      if (c.kind == CheckKind::P99Latency) t.p99_ok = false;
+      if (c.kind == CheckKind::Throughput) t.throughput_ok = false;
+      if (c.kind == CheckKind::RunsCompleted) t.ran = false;
       t.detail += (t.detail.empty() ? "" : "; ") + c.name + ": " + c.detail;
     }
     return t;
@@ -69,7 +69,7 @@ BisectResult run_bisect(const BisectRequest& req) {
   for (size_t i = 1; i < sets.size(); ++i) {
     std::vector<std::string> applied(sets.begin(), sets.begin() + static_cast<long>(i) + 1);
     auto t = trial("cumulative", applied, "cumulative-" + std::to_string(i + 1));
-    if (t.verdict != "pass" && out.first_failing_cumulative.empty())
+    if (t.verdict != Verdict::Pass && out.first_failing_cumulative.empty())
       out.first_failing_cumulative = sets[i];
     if (!t.ran) out.exit_code = kExitRunFailed;
     out.trials.push_back(t);

@@ -28,7 +28,7 @@ struct BisectRequest {
 struct BisectTrial {
   std::string mode;               // "alone" | "cumulative"
   std::vector<std::string> sets;  // overrides applied to the baseline
-  std::string verdict;            // "pass" | "fail"
+  Verdict verdict = Verdict::Fail;  // Pass | Fail
   int exit_code = 0;
   bool aligned = true, p99_ok = true, throughput_ok = true, ran = true;
   std::string detail;  // the failed checks

@@ -2,8 +2,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "harness/compare/analyse.h"
 #include "harness/compare/conformance_stage.h"
@@ -13,28 +11,8 @@
 #include "harness/compare/sequential.h"
 #include "harness/compare/swap_hint.h"
 #include "harness/runs/run_folder.h"
-#include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
-
-std::vector<double> read_golden(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open golden file");
-  std::vector<double> curve;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    long long step = 0;
-    double loss = 0;
-    if (!(ss >> step >> loss) || step != static_cast<long long>(curve.size()) + 1)
-      throw UsageError(path + ":" + std::to_string(n) + ": expected \"" +
-                       std::to_string(curve.size() + 1) + " <loss>\"");
-    curve.push_back(loss);
-  }
-  if (curve.empty()) throw UsageError(path + ": no losses");
-  return curve;
-}
 
 CompareResult run_comparison(const CompareRequest& req) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -62,7 +40,7 @@ CompareResult run_comparison(const CompareRequest& req) {
   }
   CompareResult r = analyse_alignment(plan, aligned);
   r.conformance = conformance.report;
-  if (!plan.probes.empty() && r.failed_arm.empty()) {
+  if (!plan.probes.empty() && !r.failed_arm) {
     analyse_probe(plan, execute_probes(plan, req.log), r);
   } else {
     drop_probe_checkpoints(plan);

@@ -47,6 +47,127 @@ KnobReport classify_changes(const std::vector<config::Change>& changes) {
   return k;
 }
 
+namespace {
+
+// check_alignment's rules, each on an Alignment whose losses at the check step and whole-curve
+// statistic are filled in; each returns the explanation.
+
+// Approximate knob with the noise envelope: |delta| at the check step within factor x the
+// envelope there, and the mean |delta| over the window within factor x the envelope's mean.
+std::string judge_by_envelope(Alignment& a, const std::vector<double>& b, int64_t n,
+                              const EnvelopeInput& in) {
+  char buf[512];
+  a.rule = Rule::Envelope;
+  Envelope e;
+  e.runs = static_cast<int64_t>(in.curves.size());
+  e.noise_seeds = in.noise_seeds;
+  e.factor = in.factor;
+  e.noise = in.noise;
+  e.noise_source = in.noise_source;
+  e.window = in.window > 0 ? in.window : envelope_window(n);
+  e.values = noise_envelope(b, in.curves, e.window);
+  if (static_cast<int64_t>(e.values.size()) >= a.check_step)
+    e.at_check = e.values[static_cast<size_t>(a.check_step - 1)];
+  e.bound_at_check = e.factor * e.at_check;
+  e.inside = std::isfinite(a.abs_diff) && std::isfinite(e.bound_at_check) &&
+             a.abs_diff <= e.bound_at_check;
+  const auto ne = static_cast<int64_t>(e.values.size());
+  a.curve.judged = true;
+  a.curve.bound_rule = "factor x mean envelope";
+  a.curve.bound = ne >= n ? e.factor * mean_over(e.values, a.curve.from_step, n) : NAN;
+  a.curve.passed = std::isfinite(a.curve.value) && std::isfinite(a.curve.bound) &&
+                   a.curve.value <= a.curve.bound;
+  a.aligned = e.inside && a.curve.passed;
+  if (!std::isfinite(e.bound_at_check) || !std::isfinite(a.curve.bound))
+    std::snprintf(buf, sizeof buf,
+                  "approximate knob: the noise envelope is unknown (a perturbed baseline run's "
+                  "loss is not finite, or it ran fewer steps), so |delta| %.2e at step %lld "
+                  "cannot be judged",
+                  a.abs_diff, static_cast<long long>(a.check_step));
+  else
+    std::snprintf(buf, sizeof buf,
+                  "approximate knob: |delta| %.2e at step %lld is %s %g x the noise envelope "
+                  "%.2e (%lld runs, weight noise %s), and the mean |delta| %.2e over steps "
+                  "%lld-%lld is %s %g x its mean %.2e%s",
+                  a.abs_diff, static_cast<long long>(a.check_step),
+                  e.inside ? "within" : "outside", e.factor, e.at_check,
+                  static_cast<long long>(e.runs), e.noise_source.c_str(), a.curve.value,
+                  static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
+                  a.curve.passed ? "within" : "outside", e.factor,
+                  a.curve.bound / e.factor,
+                  a.equal_to_3dp ? "; equal to three decimals" : "; not equal to three decimals");
+  a.envelope = std::move(e);
+  return buf;
+}
+
+// Approximate knob without the envelope: |delta| within the baseline's seed-to-seed spread.
+std::string judge_by_band(Alignment& a, const BandInput& in) {
+  char buf[512];
+  a.rule = Rule::SeedBand;
+  SeedBand sb;
+  sb.seeds = in.seeds;
+  sb.losses = in.losses;
+  // A non-finite seed loss makes the band unknown (NaN), never silently narrower: std::max
+  // would drop the NaN and judge the variant against the remaining seeds only.
+  for (size_t i = 1; i < in.losses.size(); ++i) {
+    const double spread = std::fabs(in.losses[i] - in.losses[0]);
+    sb.half_width = std::isfinite(spread) ? std::max(sb.half_width, spread) : NAN;
+    if (std::isnan(sb.half_width)) break;
+  }
+  sb.lo = in.losses[0] - sb.half_width;
+  sb.hi = in.losses[0] + sb.half_width;
+  sb.inside = std::isfinite(a.abs_diff) && a.abs_diff <= sb.half_width;
+  a.band = sb;
+  a.aligned = sb.inside;
+  if (std::isnan(sb.half_width))
+    std::snprintf(buf, sizeof buf,
+                  "approximate knob: the baseline's seed-to-seed spread at step %lld is unknown "
+                  "(a seed's loss there is not finite), so |delta| %.2e cannot be judged",
+                  static_cast<long long>(a.check_step), a.abs_diff);
+  else
+    std::snprintf(
+        buf, sizeof buf,
+        "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread "
+        "%.2e (%zu seeds)%s",
+        a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
+        sb.half_width, in.losses.size(),
+        a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
+  return buf;
+}
+
+std::string shown_not_judged(Alignment& a) {
+  char buf[512];
+  a.rule = Rule::None;
+  a.aligned = true;
+  std::snprintf(buf, sizeof buf,
+                "not checked ([gate] alignment = \"none\"): |delta| %.2e at step %lld (%s vs %s)",
+                a.abs_diff, static_cast<long long>(a.check_step), a.baseline_rounded.c_str(),
+                a.variant_rounded.c_str());
+  return buf;
+}
+
+// Exact knob: equal to three decimals at the check step and over the window.
+std::string judge_by_tolerance(Alignment& a, double tol, int64_t n) {
+  char buf[512];
+  a.rule = Rule::Tolerance;
+  a.curve.judged = true;
+  a.curve.bound_rule = "tolerance";
+  a.curve.bound = tol;
+  a.curve.passed = std::isfinite(a.curve.value) && a.curve.value < tol;
+  a.aligned = a.equal_to_3dp && a.curve.passed;
+  std::snprintf(
+      buf, sizeof buf,
+      "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s); the mean |delta| "
+      "%.2e over steps %lld-%lld %s",
+      a.abs_diff, static_cast<long long>(a.check_step), a.equal_to_3dp ? "is below" : "exceeds",
+      tol, a.baseline_rounded.c_str(), a.variant_rounded.c_str(), a.curve.value,
+      static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
+      a.curve.passed ? "is below it too" : "exceeds it: the curve drifts");
+  return buf;
+}
+
+}  // namespace
+
 Alignment check_alignment(const std::vector<double>& b, const std::vector<double>& v,
                           int64_t check_step, double tol, config::Knob klass,
                           const std::optional<BandInput>& band,
@@ -77,102 +198,14 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
   a.curve.from_step = curve_window_start(n, curve_window_pct);
   a.curve.to_step = n;
   a.curve.value = mean_abs_diff(b, v, a.curve.from_step, n);
-  char buf[512];
-  if (klass == config::Knob::Approximate && envelope && !envelope->curves.empty()) {
-    a.rule = Rule::Envelope;
-    Envelope e;
-    e.runs = static_cast<int64_t>(envelope->curves.size());
-    e.noise_seeds = envelope->noise_seeds;
-    e.factor = envelope->factor;
-    e.noise = envelope->noise;
-    e.noise_source = envelope->noise_source;
-    e.window = envelope->window > 0 ? envelope->window : envelope_window(n);
-    e.values = noise_envelope(b, envelope->curves, e.window);
-    if (static_cast<int64_t>(e.values.size()) >= a.check_step)
-      e.at_check = e.values[static_cast<size_t>(a.check_step - 1)];
-    e.bound_at_check = e.factor * e.at_check;
-    e.inside = std::isfinite(a.abs_diff) && std::isfinite(e.bound_at_check) &&
-               a.abs_diff <= e.bound_at_check;
-    const auto ne = static_cast<int64_t>(e.values.size());
-    a.curve.judged = true;
-    a.curve.bound_rule = "factor x mean envelope";
-    a.curve.bound = ne >= n ? e.factor * mean_over(e.values, a.curve.from_step, n) : NAN;
-    a.curve.passed = std::isfinite(a.curve.value) && std::isfinite(a.curve.bound) &&
-                     a.curve.value <= a.curve.bound;
-    a.aligned = e.inside && a.curve.passed;
-    if (!std::isfinite(e.bound_at_check) || !std::isfinite(a.curve.bound))
-      std::snprintf(buf, sizeof buf,
-                    "approximate knob: the noise envelope is unknown (a perturbed baseline run's "
-                    "loss is not finite, or it ran fewer steps), so |delta| %.2e at step %lld "
-                    "cannot be judged",
-                    a.abs_diff, static_cast<long long>(a.check_step));
-    else
-      std::snprintf(buf, sizeof buf,
-                    "approximate knob: |delta| %.2e at step %lld is %s %g x the noise envelope "
-                    "%.2e (%lld runs, weight noise %s), and the mean |delta| %.2e over steps "
-                    "%lld-%lld is %s %g x its mean %.2e%s",
-                    a.abs_diff, static_cast<long long>(a.check_step),
-                    e.inside ? "within" : "outside", e.factor, e.at_check,
-                    static_cast<long long>(e.runs), e.noise_source.c_str(), a.curve.value,
-                    static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
-                    a.curve.passed ? "within" : "outside", e.factor,
-                    a.curve.bound / e.factor,
-                    a.equal_to_3dp ? "; equal to three decimals" : "; not equal to three decimals");
-    a.envelope = std::move(e);
-  } else if (klass == config::Knob::Approximate && band && band->losses.size() >= 2) {
-    a.rule = Rule::SeedBand;
-    SeedBand sb;
-    sb.seeds = band->seeds;
-    sb.losses = band->losses;
-    // A non-finite seed loss makes the band unknown (NaN), never silently narrower: std::max
-    // would drop the NaN and judge the variant against the remaining seeds only.
-    for (size_t i = 1; i < band->losses.size(); ++i) {
-      const double spread = std::fabs(band->losses[i] - band->losses[0]);
-      sb.half_width = std::isfinite(spread) ? std::max(sb.half_width, spread) : NAN;
-      if (std::isnan(sb.half_width)) break;
-    }
-    sb.lo = band->losses[0] - sb.half_width;
-    sb.hi = band->losses[0] + sb.half_width;
-    sb.inside = std::isfinite(a.abs_diff) && a.abs_diff <= sb.half_width;
-    a.band = sb;
-    a.aligned = sb.inside;
-    if (std::isnan(sb.half_width))
-      std::snprintf(buf, sizeof buf,
-                    "approximate knob: the baseline's seed-to-seed spread at step %lld is unknown "
-                    "(a seed's loss there is not finite), so |delta| %.2e cannot be judged",
-                    static_cast<long long>(a.check_step), a.abs_diff);
-    else
-      std::snprintf(
-          buf, sizeof buf,
-          "approximate knob: |delta| %.2e at step %lld is %s the baseline's seed-to-seed spread "
-          "%.2e (%zu seeds)%s",
-          a.abs_diff, static_cast<long long>(a.check_step), sb.inside ? "within" : "outside",
-          sb.half_width, band->losses.size(),
-          a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
-  } else if (klass == config::Knob::None) {  // declared by the variant ([gate] alignment): shown, not judged
-    a.rule = Rule::None;
-    a.aligned = true;
-    std::snprintf(buf, sizeof buf,
-                  "not checked ([gate] alignment = \"none\"): |delta| %.2e at step %lld (%s vs %s)",
-                  a.abs_diff, static_cast<long long>(a.check_step), a.baseline_rounded.c_str(),
-                  a.variant_rounded.c_str());
-  } else {
-    a.rule = Rule::Tolerance;
-    a.curve.judged = true;
-    a.curve.bound_rule = "tolerance";
-    a.curve.bound = tol;
-    a.curve.passed = std::isfinite(a.curve.value) && a.curve.value < tol;
-    a.aligned = a.equal_to_3dp && a.curve.passed;
-    std::snprintf(
-        buf, sizeof buf,
-        "exact knob: |delta| %.2e at step %lld %s the tolerance %.0e (%s vs %s); the mean |delta| "
-        "%.2e over steps %lld-%lld %s",
-        a.abs_diff, static_cast<long long>(a.check_step), a.equal_to_3dp ? "is below" : "exceeds",
-        tol, a.baseline_rounded.c_str(), a.variant_rounded.c_str(), a.curve.value,
-        static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
-        a.curve.passed ? "is below it too" : "exceeds it: the curve drifts");
-  }
-  a.explanation = buf;
+  if (klass == config::Knob::Approximate && envelope && !envelope->curves.empty())
+    a.explanation = judge_by_envelope(a, b, n, *envelope);
+  else if (klass == config::Knob::Approximate && band && band->losses.size() >= 2)
+    a.explanation = judge_by_band(a, *band);
+  else if (klass == config::Knob::None)  // declared by the variant ([gate] alignment): shown, not judged
+    a.explanation = shown_not_judged(a);
+  else
+    a.explanation = judge_by_tolerance(a, tol, n);
   return a;
 }
 

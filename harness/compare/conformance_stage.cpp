@@ -2,21 +2,11 @@
 
 #include <filesystem>
 
-#include "harness/registry/catalog.h"
 #include "harness/util/files.h"
 #include "harness/util/process.h"
 
 namespace lockstep::compare {
 namespace fs = std::filesystem;
-
-bool brings_kernels(const std::vector<config::Change>& changes) {
-  for (const auto& c : changes) {
-    if (c.key == "plugins.load") return true;
-    for (auto slot : registry::all_slots())
-      if (c.key == registry::selecting_key(slot)) return true;
-  }
-  return false;
-}
 
 ConformanceOutcome run_conformance(const ComparisonPlan& plan, const CompareRequest& req) {
   ConformanceOutcome o;

@@ -11,10 +11,6 @@
 
 namespace lockstep::compare {
 
-// Whether the variant changes an implementation: a key that selects one of a slot's kernels
-// (attention.impl, model.activation, ...) or the plugin files it loads.
-bool brings_kernels(const std::vector<config::Change>& changes);
-
 struct ConformanceOutcome {
   std::optional<ConformanceReport> report;
   std::string failure;  // the check itself could not run: one line

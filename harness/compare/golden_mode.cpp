@@ -2,11 +2,33 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "harness/compare/comparison_stats.h"
 #include "harness/compare/workload_change.h"
+#include "harness/util/exit_codes.h"
 
 namespace lockstep::compare {
+
+std::vector<double> read_golden(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot open golden file");
+  std::vector<double> curve;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    long long step = 0;
+    double loss = 0;
+    if (!(ss >> step >> loss) || step != static_cast<long long>(curve.size()) + 1)
+      throw UsageError(path + ":" + std::to_string(n) + ": expected \"" +
+                       std::to_string(curve.size() + 1) + " <loss>\"");
+    curve.push_back(loss);
+  }
+  if (curve.empty()) throw UsageError(path + ": no losses");
+  return curve;
+}
 
 GoldenClass golden_knob_class(const config::Config& variant) {
   const auto defaults = config::Config::parse("", "<defaults>");

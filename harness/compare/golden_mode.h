@@ -15,6 +15,9 @@
 
 namespace lockstep::compare {
 
+// Reads a golden file of "step loss" lines; throws UsageError naming file and line.
+std::vector<double> read_golden(const std::string& path);
+
 struct GoldenClass {
   config::Knob klass = config::Knob::Exact;  // Exact | Approximate
   std::vector<std::string> knobs;  // the variant's exact/approximate keys that differ from defaults

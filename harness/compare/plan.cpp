@@ -6,16 +6,25 @@
 #include <tuple>
 
 #include "harness/compare/comparison_stats.h"
-#include "harness/compare/conformance_stage.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
+#include "harness/registry/catalog.h"
 #include "harness/util/process.h"
 #include "harness/vocab/trainer_protocol.h"
 #include "variants/precision_traits.h"
 
 namespace lockstep::compare {
 namespace fs = std::filesystem;
+
+bool brings_kernels(const std::vector<config::Change>& changes) {
+  for (const auto& c : changes) {
+    if (c.key == "plugins.load") return true;
+    for (auto slot : registry::all_slots())
+      if (c.key == registry::selecting_key(slot)) return true;
+  }
+  return false;
+}
 
 int auto_parallel(const config::Config& a, const config::Config& b) {
   const long cores = util::available_cores();
@@ -99,6 +108,70 @@ static std::vector<std::vector<std::string>> cuda_slots(const config::Config& a,
   return slots;
 }
 
+namespace {
+
+// The gate policy the variant resolves to, with the request's --check-step and --repeats.
+void plan_policy(ComparisonPlan& p, const CompareRequest& req) {
+  auto resolved = gate::resolve_policy(req.policy_file, p.variant_config, req.variant.config);
+  p.policy = resolved.policy;
+  p.policy_source = resolved.source;
+  if (req.check_step >= 0) p.policy.check_step = req.check_step;
+  if (req.repeats > 0) {
+    p.policy.repeats = req.repeats;
+    p.policy.auto_repeats = false;
+  } else if (req.repeats == kAutoRepeats) {
+    p.policy.use_auto_repeats();
+  }
+  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
+  // clamp silently (the seed band would be read at the wrong step).
+  const int64_t last_step =
+      std::min(p.baseline_config.integer("run.steps"), p.variant_config.integer("run.steps"));
+  if (p.policy.check_step > last_step)
+    throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
+                     std::to_string(p.policy.check_step) + " is past the last step (" +
+                     std::to_string(last_step) + ")");
+  if (p.mode == Mode::AB && p.policy.repeats < 5)
+    p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
+                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
+                         "cannot reach 0.05 below 4)");
+}
+
+// The knob class that says how the loss is judged, and where it comes from.
+void classify(ComparisonPlan& p) {
+  if (p.mode == Mode::AB) {
+    p.changes = config::diff(p.baseline_config, p.variant_config);
+    auto knobs = classify_changes(p.changes);
+    p.changed_knobs = knobs.knobs;
+    p.klass = knobs.klass;
+    p.workload_changes = knobs.workload;
+    // How the loss is judged: a declared alignment ([gate] alignment) is the user's contract and
+    // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
+    // external trainer's keys say nothing about its math, so its arms align exactly.
+    if (p.policy.alignment)
+      p.klass = *config::parse_knob_class(*p.policy.alignment);
+    else if (!knobs.workload.empty())
+      p.klass = config::Knob::Workload;
+    else if (external::is_external(p.baseline_config) || external::is_external(p.variant_config))
+      p.klass = config::Knob::Exact;
+    p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
+    if (p.changes.empty())
+      p.warnings.push_back("the configs are identical: this is an A/A comparison");
+    p.klass_source = "the keys that differ between the baseline and the variant";
+  } else {
+    const GoldenClass g = golden_knob_class(p.variant_config);
+    p.klass = g.klass;
+    p.changed_knobs = g.knobs;
+    p.klass_source = g.source;
+  }
+  if (p.policy.alignment)
+    p.klass_source = "the knob class (" + *p.policy.alignment +
+                     ") is the one the variant declares ([gate] alignment)";
+  if (p.policy.alignment && p.mode == Mode::Golden)
+    p.klass = *config::parse_knob_class(*p.policy.alignment);
+}
+
+}  // namespace
+
 ComparisonPlan plan_comparison(const CompareRequest& req) {
   ComparisonPlan p;
   p.out_dir = req.out_dir;
@@ -123,57 +196,8 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
   }
 
-  auto resolved = gate::resolve_policy(req.policy_file, vcfg, req.variant.config);
-  p.policy = resolved.policy;
-  p.policy_source = resolved.source;
-  if (req.check_step >= 0) p.policy.check_step = req.check_step;
-  if (req.repeats > 0) {
-    p.policy.repeats = req.repeats;
-    p.policy.auto_repeats = false;
-  } else if (req.repeats == kAutoRepeats) {
-    p.policy.use_auto_repeats();
-  }
-  // The loss is checked at a step both arms reach; past the end is a usage error, not a step to
-  // clamp silently (the seed band would be read at the wrong step).
-  const int64_t last_step = std::min(bcfg.integer("run.steps"), vcfg.integer("run.steps"));
-  if (p.policy.check_step > last_step)
-    throw UsageError((req.check_step >= 0 ? std::string("--check-step ") : "gate.check_step = ") +
-                     std::to_string(p.policy.check_step) + " is past the last step (" +
-                     std::to_string(last_step) + ")");
-  if (p.mode == Mode::AB && p.policy.repeats < 5)
-    p.warnings.push_back("too few repeats: " + std::to_string(p.policy.repeats) +
-                         " per arm; performance verdicts need at least 5 (the exact Mann-Whitney p "
-                         "cannot reach 0.05 below 4)");
-  if (p.mode == Mode::AB) {
-    p.changes = config::diff(bcfg, vcfg);
-    auto knobs = classify_changes(p.changes);
-    p.changed_knobs = knobs.knobs;
-    p.klass = knobs.klass;
-    p.workload_changes = knobs.workload;
-    // How the loss is judged: a declared alignment ([gate] alignment) is the user's contract and
-    // wins; otherwise a workload change has no alignment verdict (still timed); otherwise an
-    // external trainer's keys say nothing about its math, so its arms align exactly.
-    if (p.policy.alignment)
-      p.klass = *config::parse_knob_class(*p.policy.alignment);
-    else if (!knobs.workload.empty())
-      p.klass = config::Knob::Workload;
-    else if (external::is_external(bcfg) || external::is_external(vcfg))
-      p.klass = config::Knob::Exact;
-    p.warnings.insert(p.warnings.end(), knobs.warnings.begin(), knobs.warnings.end());
-    if (p.changes.empty())
-      p.warnings.push_back("the configs are identical: this is an A/A comparison");
-    p.klass_source = "the keys that differ between the baseline and the variant";
-  } else {
-    const GoldenClass g = golden_knob_class(vcfg);
-    p.klass = g.klass;
-    p.changed_knobs = g.knobs;
-    p.klass_source = g.source;
-  }
-  if (p.policy.alignment)
-    p.klass_source = "the knob class (" + *p.policy.alignment +
-                     ") is the one the variant declares ([gate] alignment)";
-  if (p.policy.alignment && p.mode == Mode::Golden)
-    p.klass = *config::parse_knob_class(*p.policy.alignment);
+  plan_policy(p, req);
+  classify(p);
   p.gpu_slots = cuda_slots(bcfg, vcfg, req.parallel);
   p.parallel = !p.gpu_slots.empty() ? static_cast<int>(p.gpu_slots.size())
                : req.parallel > 0   ? req.parallel
@@ -211,181 +235,225 @@ void adopt_capabilities(ComparisonPlan& p, const CompareRequest& req, const Trai
   plan_checks(p, req, baseline, variant);
 }
 
-void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& btrainer,
-                 const TrainerProtocol& vtrainer) {
-  const auto [bsets, vsets] = arm_sets(req);
-  const auto& bcfg = p.baseline_config;
-  const auto& vcfg = p.variant_config;
-  const fs::path arms = fs::path(req.out_dir) / "arms";
-  const int64_t seed = bcfg.integer("run.seed");
-  p.baseline_trainer = btrainer;
-  p.variant_trainer = vtrainer;
-  const bool external = btrainer.external || vtrainer.external;
-  auto both = [&](Capability c) { return btrainer.has(c) && vtrainer.has(c); };
+namespace {
+
+// What plan_checks' families share: the arms' --set lists, where their runs go, the seed, and
+// what each arm's trainer announced.
+struct CheckPlanning {
+  std::vector<std::string> bsets, vsets;
+  fs::path arms;
+  int64_t seed = 0;
+  const TrainerProtocol& btrainer;
+  const TrainerProtocol& vtrainer;
+  bool external = false;
+
+  bool both(Capability c) const { return btrainer.has(c) && vtrainer.has(c); }
   // Which arm lacks a capability, for the notes: "the baseline's", "the variant's", "both arms'".
-  auto lacking = [&](Capability c) {
+  std::string lacking(Capability c) const {
     const bool b = !btrainer.has(c), v = !vtrainer.has(c);
     return std::string(b && v ? "both arms' external trainers" : b ? "the baseline's external trainer" : "the variant's external trainer");
-  };
-  // What an external trainer lacks, said once per arm; the consequences follow where they apply.
-  for (const auto& [who, t] : {std::pair<const char*, const TrainerProtocol*>{"baseline", &btrainer},
-                               {"variant", &vtrainer}}) {
+  }
+  std::string protocol_of(Capability c) const {
+    const auto& t = !btrainer.has(c) ? btrainer : vtrainer;
+    return "protocol " + std::to_string(t.version);
+  }
+};
+
+// What an external trainer lacks, said once per arm; the consequences follow where they apply.
+void warn_lacking(ComparisonPlan& p, const CheckPlanning& c) {
+  for (const auto& [who, t] : {std::pair<const char*, const TrainerProtocol*>{"baseline", &c.btrainer},
+                               {"variant", &c.vtrainer}}) {
     if (!t->external || t->lacks().empty() || (p.mode == Mode::Golden && who[0] == 'b')) continue;
     std::string lacks;
-    for (auto c : t->lacks()) lacks += (lacks.empty() ? "" : ", ") + std::string(to_string(c));
+    for (auto cap : t->lacks()) lacks += (lacks.empty() ? "" : ", ") + std::string(to_string(cap));
     p.warnings.push_back(std::string("the ") + who + "'s external trainer speaks protocol " +
                          std::to_string(t->version) +
                          (t->version < 2 ? " (metrics only)" : "") + " and lacks " + lacks +
                          " (docs/protocol.md)");
   }
-  auto protocol_of = [&](Capability c) {
-    const auto& t = !btrainer.has(c) ? btrainer : vtrainer;
-    return "protocol " + std::to_string(t.version);
-  };
-  // How a timing repeat pair runs (docs/method.md "Timing in turns"): taking turns step by step needs
-  // one process per arm that runs Lockstep's own step loop or an external trainer that announced
-  // "turns".
-  if (p.mode == Mode::AB) {
-    const int64_t branks = bcfg.integer("parallel.world_size"),
-                  vranks = vcfg.integer("parallel.world_size");
-    if (!p.policy.steps_in_turns())
-      p.interleave_note = "[gate] interleave = \"repeat\"";
-    else if (branks != vranks)
-      p.interleave_note = "the arms run " + std::to_string(branks) + " and " +
-                          std::to_string(vranks) +
-                          " ranks: rank r takes turns with rank r of the other arm only when both "
-                          "run as many, so the repeats run one after the other";
-    else if (branks > 1 && external)
-      p.interleave_note = "an external trainer runs " + std::to_string(branks) +
-                          " ranks of its own: Lockstep hands turns to one process per arm, so the "
-                          "repeats run one after the other";
-    else if (!both(Capability::Turns))
-      p.interleave_note = lacking(Capability::Turns) + " announced no turns (" +
-                          protocol_of(Capability::Turns) +
-                          "): the repeats run one after the other";
-    else
-      p.interleave = Interleave::Step;
-    // Both runs of a pair on the same CPUs, rank r of each on the r-th run.threads of those this
-    // process may use: the cores of a VM differ in speed from moment to moment, and a run stays on
-    // the core it started on.
-    p.turn_ranks = static_cast<int>(branks);
-    const auto threads = static_cast<size_t>(
-        std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
-    const std::vector<int> cpus = util::allowed_cpus();
-    if (p.steps_in_turns() && cpus.size() >= threads * static_cast<size_t>(branks))
-      for (size_t r = 0; r < static_cast<size_t>(branks); ++r)
-        p.turn_cpus.emplace_back(cpus.begin() + static_cast<long>(r * threads),
-                                 cpus.begin() + static_cast<long>((r + 1) * threads));
-  }
+}
 
-  // Approximate knobs: the noise envelope, K baseline runs at the comparison seed whose weights
-  // get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed.
-  // Lockstep's own trainer injects it, an external one when it announced "noise"; golden mode (no
-  // baseline config) and a baseline trainer without it keep the seed band.
+// How a timing repeat pair runs (docs/method.md "Timing in turns"): taking turns step by step needs
+// one process per arm that runs Lockstep's own step loop or an external trainer that announced
+// "turns".
+void plan_interleave(ComparisonPlan& p, const CheckPlanning& c) {
+  if (p.mode != Mode::AB) return;
+  const auto& bcfg = p.baseline_config;
+  const auto& vcfg = p.variant_config;
+  const int64_t branks = bcfg.integer("parallel.world_size"),
+                vranks = vcfg.integer("parallel.world_size");
+  if (!p.policy.steps_in_turns())
+    p.interleave_note = "[gate] interleave = \"repeat\"";
+  else if (branks != vranks)
+    p.interleave_note = "the arms run " + std::to_string(branks) + " and " +
+                        std::to_string(vranks) +
+                        " ranks: rank r takes turns with rank r of the other arm only when both "
+                        "run as many, so the repeats run one after the other";
+  else if (branks > 1 && c.external)
+    p.interleave_note = "an external trainer runs " + std::to_string(branks) +
+                        " ranks of its own: Lockstep hands turns to one process per arm, so the "
+                        "repeats run one after the other";
+  else if (!c.both(Capability::Turns))
+    p.interleave_note = c.lacking(Capability::Turns) + " announced no turns (" +
+                        c.protocol_of(Capability::Turns) +
+                        "): the repeats run one after the other";
+  else
+    p.interleave = Interleave::Step;
+  // Both runs of a pair on the same CPUs, rank r of each on the r-th run.threads of those this
+  // process may use: the cores of a VM differ in speed from moment to moment, and a run stays on
+  // the core it started on.
+  p.turn_ranks = static_cast<int>(branks);
+  const auto threads = static_cast<size_t>(
+      std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
+  const std::vector<int> cpus = util::allowed_cpus();
+  if (p.steps_in_turns() && cpus.size() >= threads * static_cast<size_t>(branks))
+    for (size_t r = 0; r < static_cast<size_t>(branks); ++r)
+      p.turn_cpus.emplace_back(cpus.begin() + static_cast<long>(r * threads),
+                               cpus.begin() + static_cast<long>((r + 1) * threads));
+}
+
+// Approximate knobs: the noise envelope, K baseline runs at the comparison seed whose weights
+// get rounding-sized noise each step (faults.weight_rounding_noise), each its own noise seed.
+// Lockstep's own trainer injects it, an external one when it announced "noise"; golden mode (no
+// baseline config) and a baseline trainer without it keep the seed band. True when it runs.
+bool plan_envelope(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c) {
   const bool envelope = p.klass == config::Knob::Approximate && p.mode == Mode::AB &&
-                        btrainer.has(Capability::Noise);
+                        c.btrainer.has(Capability::Noise);
   if (p.klass == config::Knob::Approximate && p.mode == Mode::AB && !envelope)
     p.warnings.push_back("the baseline's external trainer announced no weight noise (protocol " +
-                         std::to_string(btrainer.version) +
+                         std::to_string(c.btrainer.version) +
                          "): the approximate change is judged by the seed band, not the noise "
                          "envelope");
   if (p.klass == config::Knob::Approximate) p.approximate_rule = envelope ? Rule::Envelope : Rule::SeedBand;
-  if (envelope) {
-    std::tie(p.envelope_noise, p.envelope_noise_source) = envelope_noise(p.policy, bcfg, vcfg);
-    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
-      const std::string label = "baseline-noise" + std::to_string(k);
-      // Only its losses are read: no profile window (no Kineto, no trace) in this process.
-      auto sets = with_noise(bsets, p.envelope_noise, k);
-      sets.push_back("profile.window=0");
-      p.alignment.push_back(
-          arm_run(Arm::Baseline, Role::Envelope, seed, label, req.baseline, std::move(sets), arms / label, 0));
-      p.alignment.back().noise_seed = k;
-    }
+  if (!envelope) return false;
+  std::tie(p.envelope_noise, p.envelope_noise_source) =
+      envelope_noise(p.policy, p.baseline_config, p.variant_config);
+  for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
+    const std::string label = "baseline-noise" + std::to_string(k);
+    // Only its losses are read: no profile window (no Kineto, no trace) in this process.
+    auto sets = with_noise(c.bsets, p.envelope_noise, k);
+    sets.push_back("profile.window=0");
+    p.alignment.push_back(
+        arm_run(Arm::Baseline, Role::Envelope, c.seed, label, req.baseline, std::move(sets), c.arms / label, 0));
+    p.alignment.back().noise_seed = k;
   }
-  // The function probe (probe_check.h): the baseline's full run checkpoints at 1/5, 2/5, ... of
-  // its steps; after it, forwards at those weights under the baseline's numerics, the variant's
-  // and K weight noises: the envelope's for approximate knobs; for exact knobs, when the variant
-  // changes an implementation (an exact or approximate key: a kernel, not only a fault or the
-  // sharding), the unit roundoff of fp32. The probe loads single-rank, unsharded checkpoints.
-  const bool exact_kernel =
-      p.klass == config::Knob::Exact && p.mode == Mode::AB && !external &&
-      std::any_of(p.changes.begin(), p.changes.end(), [](const config::Change& c) {
-        return c.knob == config::Knob::Exact || c.knob == config::Knob::Approximate;
-      });
-  bool probe = false;
-  if ((envelope || exact_kernel) && req.probe) {
-    const int64_t steps = bcfg.integer("run.steps");
-    if (!one_rank(bcfg) || !one_rank(vcfg))
-      p.probe_note = "not run: the probe needs one rank and zero_stage = 0 on both arms";
-    else if (steps < 2)
-      p.probe_note = "not run: a 1-step run has no checkpoint before its last step";
-    else if (!both(Capability::Probe))
-      p.probe_note = "not run: " + lacking(Capability::Probe) + " announced no probe (" +
-                     protocol_of(Capability::Probe) + ")";
-    else if (external && p.probe_every == 0)
-      p.probe_note = "not run: the baseline's full run was not asked for checkpoints";
-    else
-      probe = true;
-    if (envelope) {
-      p.probe_noise = p.envelope_noise;
-      p.probe_noise_source = p.envelope_noise_source;
-    } else {
-      const auto r = variants::unit_roundoff(variants::Compute::FP32, bcfg.str("run.device"));
-      p.probe_noise = r.u;
-      p.probe_noise_source = "unit roundoff of fp32 (" + r.label + ")";
-    }
-  }
-  if (probe) {
-    if (p.probe_every == 0) add_probe_checkpoints(p);
-    auto probe_run = [&](Arm arm, const std::string& label, const ArmSpec& spec,
-                     std::vector<std::string> sets, int64_t noise_seed) {
-      sets.push_back("profile.window=0");  // a probe trains nothing: no profiler either
-      p.probes.push_back(arm_run(arm, Role::Probe, seed, label, spec, std::move(sets),
-                                 arms / "probe" / label, 0));
-      p.probes.back().job.probe_from = arms / "baseline";
-      p.probes.back().noise_seed = noise_seed;
-    };
-    probe_run(Arm::Baseline, "baseline", req.baseline, bsets, 0);
-    probe_run(Arm::Variant, "variant", req.variant, vsets, 0);
-    for (int64_t k = 1; k <= p.policy.envelope_runs; ++k)
-      probe_run(Arm::Baseline, "baseline-noise" + std::to_string(k), req.baseline,
-            with_noise(bsets, p.probe_noise, k), k);
-  }
-  // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
-  if (p.approximate_rule == Rule::SeedBand) {
-    const bool golden = p.mode == Mode::Golden;
-    const Arm arm = golden ? Arm::Variant : Arm::Baseline;
-    for (int64_t k = 1; k <= p.policy.seeds; ++k) {
-      const std::string label = to_string(arm) + std::string("-seed") + std::to_string(seed + k);
-      auto sets = golden ? vsets : bsets;
-      sets.push_back("run.seed=" + std::to_string(seed + k));
-      p.alignment.push_back(arm_run(arm, Role::SeedBand, seed + k, label,
-                                    golden ? req.variant : req.baseline, sets, arms / label, 0));
-    }
-  }
+  return true;
+}
 
-  // Speed: interleaved timing repeats A B, B A, A B, ... Warmup and profiled steps are never
-  // timed: each repeat runs them plus the timed steps.
-  if (p.mode == Mode::AB) {
-    const int64_t window = std::min(
-        bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + p.policy.timing_steps,
-        bcfg.integer("run.steps"));
-    int idx = 0;
-    // repeats = "auto": planned up to max_repeats; sequential.h runs as many as it needs.
-    const int64_t planned = p.policy.auto_repeats ? p.policy.max_repeats : p.policy.repeats;
-    for (int64_t i = 0; i < planned; ++i) {
-      for (int k = 0; k < 2; ++k) {
-        const bool baseline_first = (i % 2 == 0);
-        const bool is_b = (k == 0) == baseline_first;
-        char name[64];
-        std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
-        p.timing.push_back(is_b ? arm_run(Arm::Baseline, Role::Timing, seed, "baseline", req.baseline,
-                                          bsets, arms / "timing" / name, window)
-                                : arm_run(Arm::Variant, Role::Timing, vcfg.integer("run.seed"), "variant",
-                                          req.variant, vsets, arms / "timing" / name, window));
-      }
+// Whether the function probe runs (else p.probe_note says why not), and its noise.
+bool probe_runs(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c,
+                bool envelope) {
+  const auto& bcfg = p.baseline_config;
+  // For exact knobs, when the variant changes an implementation (an exact or approximate key: a
+  // kernel, not only a fault or the sharding).
+  const bool exact_kernel =
+      p.klass == config::Knob::Exact && p.mode == Mode::AB && !c.external &&
+      std::any_of(p.changes.begin(), p.changes.end(), [](const config::Change& ch) {
+        return ch.knob == config::Knob::Exact || ch.knob == config::Knob::Approximate;
+      });
+  if (!(envelope || exact_kernel) || !req.probe) return false;
+  bool probe = false;
+  const int64_t steps = bcfg.integer("run.steps");
+  if (!one_rank(bcfg) || !one_rank(p.variant_config))
+    p.probe_note = "not run: the probe needs one rank and zero_stage = 0 on both arms";
+  else if (steps < 2)
+    p.probe_note = "not run: a 1-step run has no checkpoint before its last step";
+  else if (!c.both(Capability::Probe))
+    p.probe_note = "not run: " + c.lacking(Capability::Probe) + " announced no probe (" +
+                   c.protocol_of(Capability::Probe) + ")";
+  else if (c.external && p.probe_every == 0)
+    p.probe_note = "not run: the baseline's full run was not asked for checkpoints";
+  else
+    probe = true;
+  if (envelope) {
+    p.probe_noise = p.envelope_noise;
+    p.probe_noise_source = p.envelope_noise_source;
+  } else {
+    const auto r = variants::unit_roundoff(variants::Compute::FP32, bcfg.str("run.device"));
+    p.probe_noise = r.u;
+    p.probe_noise_source = "unit roundoff of fp32 (" + r.label + ")";
+  }
+  return probe;
+}
+
+// The function probe (probe_check.h): the baseline's full run checkpoints at 1/5, 2/5, ... of
+// its steps; after it, forwards at those weights under the baseline's numerics, the variant's
+// and K weight noises: the envelope's for approximate knobs; for exact knobs that change an
+// implementation, the unit roundoff of fp32. The probe loads single-rank, unsharded checkpoints.
+void plan_probe(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c,
+                bool envelope) {
+  if (!probe_runs(p, req, c, envelope)) return;
+  if (p.probe_every == 0) add_probe_checkpoints(p);
+  auto probe_run = [&](Arm arm, const std::string& label, const ArmSpec& spec,
+                       std::vector<std::string> sets, int64_t noise_seed) {
+    sets.push_back("profile.window=0");  // a probe trains nothing: no profiler either
+    p.probes.push_back(arm_run(arm, Role::Probe, c.seed, label, spec, std::move(sets),
+                               c.arms / "probe" / label, 0));
+    p.probes.back().job.probe_from = c.arms / "baseline";
+    p.probes.back().noise_seed = noise_seed;
+  };
+  probe_run(Arm::Baseline, "baseline", req.baseline, c.bsets, 0);
+  probe_run(Arm::Variant, "variant", req.variant, c.vsets, 0);
+  for (int64_t k = 1; k <= p.policy.envelope_runs; ++k)
+    probe_run(Arm::Baseline, "baseline-noise" + std::to_string(k), req.baseline,
+              with_noise(c.bsets, p.probe_noise, k), k);
+}
+
+// The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
+void plan_seed_band(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c) {
+  if (p.approximate_rule != Rule::SeedBand) return;
+  const bool golden = p.mode == Mode::Golden;
+  const Arm arm = golden ? Arm::Variant : Arm::Baseline;
+  for (int64_t k = 1; k <= p.policy.seeds; ++k) {
+    const std::string label = to_string(arm) + std::string("-seed") + std::to_string(c.seed + k);
+    auto sets = golden ? c.vsets : c.bsets;
+    sets.push_back("run.seed=" + std::to_string(c.seed + k));
+    p.alignment.push_back(arm_run(arm, Role::SeedBand, c.seed + k, label,
+                                  golden ? req.variant : req.baseline, sets, c.arms / label, 0));
+  }
+}
+
+// Speed: interleaved timing repeats A B, B A, A B, ... Warmup and profiled steps are never
+// timed: each repeat runs them plus the timed steps.
+void plan_timing(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c) {
+  if (p.mode != Mode::AB) return;
+  const auto& bcfg = p.baseline_config;
+  const int64_t window = std::min(
+      bcfg.integer("run.warmup_steps") + bcfg.integer("profile.window") + p.policy.timing_steps,
+      bcfg.integer("run.steps"));
+  int idx = 0;
+  // repeats = "auto": planned up to max_repeats; sequential.h runs as many as it needs.
+  const int64_t planned = p.policy.auto_repeats ? p.policy.max_repeats : p.policy.repeats;
+  for (int64_t i = 0; i < planned; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      const bool baseline_first = (i % 2 == 0);
+      const bool is_b = (k == 0) == baseline_first;
+      char name[64];
+      std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
+      p.timing.push_back(is_b ? arm_run(Arm::Baseline, Role::Timing, c.seed, "baseline", req.baseline,
+                                        c.bsets, c.arms / "timing" / name, window)
+                              : arm_run(Arm::Variant, Role::Timing, p.variant_config.integer("run.seed"), "variant",
+                                        req.variant, c.vsets, c.arms / "timing" / name, window));
     }
   }
+}
+
+}  // namespace
+
+void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& btrainer,
+                 const TrainerProtocol& vtrainer) {
+  auto [bsets, vsets] = arm_sets(req);
+  const CheckPlanning c{std::move(bsets), std::move(vsets), fs::path(req.out_dir) / "arms",
+                        p.baseline_config.integer("run.seed"), btrainer, vtrainer,
+                        btrainer.external || vtrainer.external};
+  p.baseline_trainer = btrainer;
+  p.variant_trainer = vtrainer;
+  warn_lacking(p, c);
+  plan_interleave(p, c);
+  const bool envelope = plan_envelope(p, req, c);
+  plan_probe(p, req, c, envelope);
+  plan_seed_band(p, req, c);
+  plan_timing(p, req, c);
 }
 
 }  // namespace lockstep::compare

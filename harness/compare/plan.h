@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/compare/comparison.h"
+#include "harness/compare/request.h"
 #include "harness/vocab/compare_kinds.h"
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
@@ -109,6 +109,10 @@ void adopt_capabilities(ComparisonPlan& p, const CompareRequest& req, const Trai
 // The plan after the full runs, for trainers with these capabilities (Lockstep's own: all).
 void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& baseline,
                  const TrainerProtocol& variant);
+
+// Whether the variant changes an implementation: a key that selects one of a slot's kernels
+// (attention.impl, model.activation, ...) or the plugin files it loads.
+bool brings_kernels(const std::vector<config::Change>& changes);
 
 // Untimed runs at once when the request leaves it open: the cores this process may use
 // (util::available_cores) over the cores one run takes (threads x ranks), at least 1.

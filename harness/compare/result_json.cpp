@@ -96,7 +96,7 @@ json arm_json(const ArmResult& a) {
   return {{"name", a.name},
           {"config", a.config_path},
           {"plugins", runs::plugins_json(a.plugins)},
-          {"status", a.status},
+          {"status", to_string(a.status)},
           {"failure", str_or_null(a.failure)},
           {"tokens_per_sec", number(a.tokens_per_sec)},
           {"tokens_per_sec_ci", {number(a.tokens_per_sec_ci_lo), number(a.tokens_per_sec_ci_hi)}},
@@ -240,7 +240,7 @@ json policy_json(const gate::Policy& p) {
           {"min_speedup_pct", opt(p.min_speedup_pct)},
           {"min_memory_saving_pct", opt(p.min_memory_saving_pct)},
           {"p99_min_samples", p.p99_min_samples},
-          {"on_inconclusive", p.on_inconclusive}};
+          {"on_inconclusive", gate::to_string(p.on_inconclusive)}};
 }
 
 json power_json(const CompareResult& r) {
@@ -257,7 +257,7 @@ json sequential_json(const Sequential& s, const gate::Policy& p) {
   json looks = json::array();
   for (const auto& l : s.looks) {
     json verdicts = json::object();
-    for (const auto& [name, v] : l.verdicts) verdicts[name] = v;
+    for (const auto& [kind, v] : l.verdicts) verdicts[to_string(kind)] = to_string(v);
     looks.push_back(
         {{"repeats", l.repeats}, {"minutes", number(l.minutes)}, {"verdicts", verdicts}});
   }
@@ -296,12 +296,12 @@ json to_json(const CompareResult& r) {
   for (const auto& c : r.checks)
     checks.push_back({{"name", c.name},
                       {"passed", c.passed},
-                      {"verdict", verdict_of(c)},
+                      {"verdict", to_string(c.verdict)},
                       {"detail", c.detail},
                       {"p_value", number(c.p_value)},
                       {"p_adjusted", number(c.p_adjusted)},
                       {"mde_pct", number(c.mde_pct)}});
-  return {{"verdict", r.verdict},
+  return {{"verdict", to_string(r.verdict)},
           {"exit_code", r.exit_code},
           {"mode", to_string(r.mode)},
           {"alignment", alignment_json(r.alignment)},
@@ -325,7 +325,7 @@ json to_json(const CompareResult& r) {
             {"baseline_ok", r.determinism.baseline_ok},
             {"variant_ok", r.determinism.variant_ok},
             {"detail", r.determinism.detail}}},
-          {"failed_arm", str_or_null(r.failed_arm)},
+          {"failed_arm", r.failed_arm ? json(to_string(*r.failed_arm)) : json(nullptr)},
           {"failure", str_or_null(r.failure)},
           {"repeats", r.repeats},
           {"interleave", to_string(r.interleave)},

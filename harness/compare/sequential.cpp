@@ -20,12 +20,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-std::string stop_reason(const std::vector<std::string>& verdicts, size_t look, size_t looks,
+std::string stop_reason(const std::vector<Verdict>& verdicts, size_t look, size_t looks,
                         double elapsed_s, double next_s, double max_minutes) {
-  const bool any_fail = std::find(verdicts.begin(), verdicts.end(), "fail") != verdicts.end();
-  const bool all_decided = std::all_of(verdicts.begin(), verdicts.end(), [](const std::string& v) {
-    return v == "pass" || v == "fail";
-  });
+  const bool any_fail = std::find(verdicts.begin(), verdicts.end(), Verdict::Fail) != verdicts.end();
+  const bool all_decided = std::all_of(verdicts.begin(), verdicts.end(), decided);
   if (any_fail || all_decided) return "decisive";
   if (look + 1 >= looks) return "max_repeats";
   if (elapsed_s + next_s > 60.0 * max_minutes) return "max_minutes";
@@ -53,11 +51,11 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
     SequentialLook look;
     look.repeats = judged.repeats;
     look.minutes = seconds_since(started) / 60.0;
-    std::vector<std::string> words;
+    std::vector<Verdict> verdicts;
     for (const auto& c : judged.checks)
       if (c.timing) {
-        look.verdicts.emplace_back(c.name, verdict_of(c));
-        words.push_back(verdict_of(c));
+        look.verdicts.emplace_back(c.kind, c.verdict);
+        verdicts.push_back(c.verdict);
       }
     seq.looks.push_back(look);
     r = judged;
@@ -70,12 +68,12 @@ void time_sequentially(const ComparisonPlan& plan, const Log& log,
                             ? std::min(plan.timing.size(), static_cast<size_t>(2 * planned[l + 1]))
                             : need;
     const double per_run = seconds_since(timing_started) / static_cast<double>(outs.size());
-    seq.stopped = stop_reason(words, l, planned.size(), seconds_since(started),
+    seq.stopped = stop_reason(verdicts, l, planned.size(), seconds_since(started),
                               per_run * static_cast<double>(next - need), plan.policy.max_minutes);
     if (log) {
       std::string said;
-      for (const auto& [name, v] : look.verdicts)
-        said += (said.empty() ? "" : ", ") + name + " " + v;
+      for (const auto& [kind, v] : look.verdicts)
+        said += (said.empty() ? "" : ", ") + std::string(to_string(kind)) + " " + to_string(v);
       char head[96];
       std::snprintf(head, sizeof head, "look %zu/%zu at %lld repeats per arm (level %.3g): ", l + 1,
                     planned.size(), static_cast<long long>(look.repeats), plan.policy.check_level());

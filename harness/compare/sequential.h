@@ -28,10 +28,10 @@
 
 namespace lockstep::compare {
 
-// After look `look` (0-based) of `looks` planned, with these timing-check verdict words: why the
+// After look `look` (0-based) of `looks` planned, with these timing-check verdicts: why the
 // sequence stops there, or "" to go on. elapsed_s: the comparison's wall clock so far; next_s: the
 // estimated seconds the next look's repeats take.
-std::string stop_reason(const std::vector<std::string>& verdicts, size_t look, size_t looks,
+std::string stop_reason(const std::vector<Verdict>& verdicts, size_t look, size_t looks,
                         double elapsed_s, double next_s, double max_minutes);
 
 // Runs plan.timing (planned for policy.max_repeats) look by look and leaves in r the result

@@ -8,8 +8,9 @@
 // Files, in the arm's run folder OUT:
 //   OUT/external/metrics.jsonl   what the trainer writes ({metrics}, $LOCKSTEP_METRICS), kept as is
 //   OUT/external/trainer.log     the trainer's stdout and stderr
-// The runner (harness/runner.cpp) writes OUT/config.toml, OUT/metrics.jsonl and OUT/summary.json,
-// as for Lockstep's own trainer, so compare, bisect, diagnose and the history read it unchanged.
+// The arm (harness/external/external_arm.h) writes OUT/config.toml, OUT/metrics.jsonl and
+// OUT/summary.json, as for Lockstep's own trainer, so compare, bisect, diagnose and the history
+// read it unchanged.
 #pragma once
 
 #include <cstdint>
@@ -19,17 +20,18 @@
 
 #include "harness/config/config.h"
 #include "harness/vocab/observer.h"
+#include "harness/vocab/outcome.h"
 #include "harness/vocab/trainer_protocol.h"
 
 namespace lockstep::external {
 
-struct ExternalOutcome {
-  RunStatus status = RunStatus::Ok;  // Ok | Failed | Nonfinite | Hang
-  std::string failure;               // one line when status != Ok
-  int64_t failed_step = 0;
-  std::vector<StepRecord> records;  // every validated step, `timed` set
-  int64_t peak_memory_bytes = 0;    // the largest the trainer reported (0: none)
-  int64_t peak_rss_bytes = 0;       // the trainer process's high-water mark (0: unknown)
+// A TrainOutcome, so one builder makes the summary of either trainer (harness/runs/summary.h):
+//   status             Ok | Failed | Nonfinite | Hang; failure: one line when status != Ok
+//   records            every validated step, `timed` set
+//   peak_memory_bytes  the largest the trainer reported (0: none)
+//   peak_rss_bytes     the trainer process's high-water mark (0: unknown)
+// The rest of a TrainOutcome stays empty: an external trainer reports no profile.
+struct ExternalOutcome : train::TrainOutcome {
   std::string command_line;         // the command as run (placeholders expanded)
   TrainerProtocol protocol;         // what the trainer announced (protocol 1: nothing)
   std::string turns_ended;          // with LOCKSTEP_TURN_FD: why the turns ended before the run

@@ -195,7 +195,7 @@ int64_t Store::record_compare(const compare::CompareResult& r,
   const auto replace = nlohmann::json::error_handler_t::replace;
   db_->write_transaction([&] {
     id = insert_entry(*db_, "compare", opt.recorded_at, r.env, r.variant.name,
-                      r.variant.alignment_run.config_hash, r.verdict);
+                      r.variant.alignment_run.config_hash, compare::to_string(r.verdict));
     sql::Stmt st(*db_,
                  "INSERT INTO compares(entry_id, baseline_name, baseline_hash, variant_name, "
                  "variant_hash, mode, exit_code,"

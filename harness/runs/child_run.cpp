@@ -29,8 +29,8 @@ RunOutcome read_outcome(const RunJob& job, const RunFolder& folder, const util::
   o.exit = st;
   if (!job.probe_from.empty()) {  // a probe writes no summary: its probe.json is the outcome
     if (st.code == 0 && fs::exists(job.dir / "probe.json")) return o;
-    o.status = st.code == kExitUsage ? "config error" : "crashed";
-    if (st.code == 0) o.status = "no probe";
+    o.status = st.code == kExitUsage ? RunStatus::ConfigError : RunStatus::Crashed;
+    if (st.code == 0) o.status = RunStatus::NoProbe;
     o.failure = st.describe() + ": " + folder.last_log_line();
     return o;
   }
@@ -38,26 +38,26 @@ RunOutcome read_outcome(const RunJob& job, const RunFolder& folder, const util::
     try {
       o.summary = read_summary(folder.summary());
       o.has_summary = true;
-      o.status = to_string(o.summary.status);
+      o.status = o.summary.status;
       o.failure = o.summary.failure;
       o.failed_step = o.summary.failed_step;
     } catch (const std::exception& e) {
-      o.status = "unreadable summary";
+      o.status = RunStatus::UnreadableSummary;
       o.failure = e.what();
     }
   } else if (st.code == 0) {
-    o.status = "no summary";
+    o.status = RunStatus::NoSummary;
     o.failure = "the run exited 0 but wrote no summary.json";
   }
   if (fs::exists(folder.metrics())) {
     try {
       o.records = read_metrics(folder.metrics());
     } catch (const std::exception& e) {
-      if (o.ok()) o.status = "unreadable metrics", o.failure = e.what();
+      if (o.ok()) o.status = RunStatus::UnreadableMetrics, o.failure = e.what();
     }
   }
   if (st.code != 0 && o.ok()) {
-    o.status = st.code == kExitUsage ? "config error" : "crashed";
+    o.status = st.code == kExitUsage ? RunStatus::ConfigError : RunStatus::Crashed;
     o.failure = st.describe() + ": " + folder.last_log_line();
   }
   return o;
@@ -73,7 +73,7 @@ void prepare(const RunJob& job) {
 RunOutcome could_not_start(const std::string& why) {
   RunOutcome o;
   o.exit.code = 127;
-  o.status = "could not start";
+  o.status = RunStatus::CouldNotStart;
   o.failure = why;
   return o;
 }

@@ -43,17 +43,17 @@ struct RunJob {
 
 struct RunOutcome {
   util::ExitStatus exit;
-  // summary.json's status ("ok", "nonfinite", "lost_rank", "hang", "failed"), or what the parent
-  // saw: "config error" (exit 2), "crashed" (any other failing exit without a failed summary),
-  // "could not start", "no summary" (exit 0 without summary.json), "unreadable summary",
-  // "unreadable metrics".
-  std::string status = "ok";
-  std::string failure;      // one line when status != "ok"
+  // summary.json's status (Ok, Nonfinite, LostRank, Hang, Failed), or what the parent saw:
+  // ConfigError (exit 2), Crashed (any other failing exit without a failed summary),
+  // CouldNotStart, NoSummary (exit 0 without summary.json), NoProbe, UnreadableSummary,
+  // UnreadableMetrics.
+  RunStatus status = RunStatus::Ok;
+  std::string failure;      // one line when status != Ok
   int64_t failed_step = 0;  // from the summary; 0 when unknown
   bool has_summary = false;
   RunSummary summary;
   std::vector<StepRecord> records;  // metrics.jsonl (rank 0), as far as it got
-  bool ok() const { return status == "ok"; }
+  bool ok() const { return status == RunStatus::Ok; }
 };
 
 std::vector<std::string> child_argv(const RunJob& job);

@@ -1,6 +1,7 @@
 #include "harness/runs/summary.h"
 
 #include <cmath>
+#include <utility>
 
 #include "harness/stats/statistics.h"
 
@@ -55,6 +56,26 @@ RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs
   else
     s.mfu.reset();
   return s;
+}
+
+RunSummary summarize_outcome(const train::TrainOutcome& o, const std::vector<StepRecord>& records,
+                             const SummaryInputs& in, std::vector<PluginRef> plugins) {
+  RunSummary base;
+  base.status = o.status;
+  base.failure = o.failure;
+  base.failed_step = o.failed_step;
+  base.memory = o.memory;
+  base.peak_memory_bytes = o.peak_memory_bytes;
+  base.peak_rss_bytes = o.peak_rss_bytes;
+  base.overflow_skips = o.overflow_skips;
+  base.loss_floor = o.loss_floor;
+  base.env = o.env;
+  base.top_ops = o.top_ops;
+  base.top_kernels = o.top_kernels;
+  base.memory_per_rank = o.memory_per_rank;
+  base.profiled_steps = o.profiled_steps;
+  base.plugins = std::move(plugins);
+  return summarize(records, in, std::move(base));
 }
 
 }  // namespace lockstep

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/vocab/outcome.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep {
@@ -25,6 +26,13 @@ inline const char* kMfuFormula =
 // status/failure/memory/env come from the trainer; the statistics are computed here.
 RunSummary summarize(const std::vector<StepRecord>& records, const SummaryInputs& in,
                      RunSummary base);
+
+// A run's summary from what its trainer knows at its end, Lockstep's own or an external one (whose
+// outcome is a TrainOutcome too): status, failure, memory, profile and environment from `o`, the
+// statistics from `records` (the outcome's own, or a resumed run's whole curve), and the plugin
+// files the run loaded. The one place outcome fields become summary fields.
+RunSummary summarize_outcome(const train::TrainOutcome& o, const std::vector<StepRecord>& records,
+                             const SummaryInputs& in, std::vector<PluginRef> plugins = {});
 
 // "input-bound" when data is the largest share, "comm-bound" when communication is, else
 // "compute-bound" (forward + backward + optimizer).

@@ -51,16 +51,18 @@ PointRun run_one(const ScaleRequest& req, const Job& j, int64_t stop_after, cons
   job.stop_after = stop_after;
   job.dir = dir;
   const runs::RunOutcome o = runs::run_child(job);
-  std::string status = o.status, failure = o.failure;
+  std::string failure = o.failure;
   if (o.failed_step) failure = "at step " + std::to_string(o.failed_step) + ": " + failure;
-  if (o.ok() && !(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
-    status = "no throughput";
-    failure = "no timed step recorded (timed steps: " + std::to_string(o.summary.timed_steps) + ")";
-  }
   PointRun p;
-  p.ok = status == "ok";
+  p.ok = o.ok();
   p.summary = o.summary;
-  if (!p.ok) p.failure = status + (failure.empty() ? "" : ": " + failure);
+  if (!p.ok) {
+    p.failure = to_string(o.status) + (failure.empty() ? "" : ": " + failure);
+  } else if (!(std::isfinite(o.summary.tokens_per_sec) && o.summary.tokens_per_sec > 0)) {
+    p.ok = false;
+    p.failure = "no throughput: no timed step recorded (timed steps: " +
+                std::to_string(o.summary.timed_steps) + ")";
+  }
   return p;
 }
 
@@ -71,7 +73,17 @@ double share_of(const RunSummary& s, const std::string& phase) {
 
 }  // namespace
 
-std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs,
+const char* to_string(Mode m) {
+  return m == Mode::Strong ? "strong" : m == Mode::Weak ? "weak" : "both";
+}
+
+std::optional<Mode> parse_mode(const std::string& word) {
+  for (Mode m : {Mode::Strong, Mode::Weak, Mode::Both})
+    if (word == to_string(m)) return m;
+  return std::nullopt;
+}
+
+std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs,
                                     int64_t base_batch) {
   std::vector<int> ns = nprocs;
   std::sort(ns.begin(), ns.end());
@@ -80,7 +92,7 @@ std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<i
     ScalePoint p;
     p.mode = mode;
     p.n = n;
-    p.global_batch = mode == "weak" ? base_batch * n : base_batch;
+    p.global_batch = mode == Mode::Weak ? base_batch * n : base_batch;
     if (n <= 0 || p.global_batch % n != 0) {
       p.status = "skipped";
       p.note = "data.batch_size = " + std::to_string(p.global_batch) +
@@ -129,7 +141,7 @@ std::string micro_batch_warning(const ScaleSeries& s) {
   for (size_t i = 0; i < planned.size(); ++i)
     sizes += (i ? ", " : "") + std::to_string(planned[i]->micro_batch) + (i ? "" : " sequences") +
              " at N=" + std::to_string(planned[i]->n);
-  return "the per-rank micro-batch shrinks with scale (" + s.mode +
+  return "the per-rank micro-batch shrinks with scale (" + std::string(to_string(s.mode)) +
          " scaling keeps the global batch at " + std::to_string(planned.front()->global_batch) +
          "): " + sizes +
          " per rank. Each rank gets less work per step, so the devices starve (memory-bound "
@@ -144,14 +156,14 @@ bool shares_cores(long host_cores, int max_n, int64_t threads_per_rank, const st
          static_cast<int64_t>(max_n) * threads_per_rank > host_cores;
 }
 
-const ScaleSeries* ScaleResult::find(const std::string& m) const {
+const ScaleSeries* ScaleResult::find(Mode m) const {
   for (const auto& s : series)
     if (s.mode == m) return &s;
   return nullptr;
 }
 
 const ScaleSeries* ScaleResult::headline() const {
-  if (const auto* s = find("strong")) return s;
+  if (const auto* s = find(Mode::Strong)) return s;
   return series.empty() ? nullptr : &series.front();
 }
 
@@ -179,7 +191,7 @@ void finish_result(ScaleResult& r) {
   for (const auto& s : r.series) {
     if (s.fit.superlinear || s.fit.slowdown || s.fit.poor)
       for (const auto& n : s.fit.notes)
-        if (n.rfind("two rank counts", 0) != 0) r.warnings.push_back(s.mode + " Amdahl fit: " + n);
+        if (n.rfind("two rank counts", 0) != 0) r.warnings.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
   }
 
   r.notes.push_back(
@@ -190,9 +202,9 @@ void finish_result(ScaleResult& r) {
   for (const auto& s : r.series) {
     for (const auto& p : s.points) {
       if (p.status == "skipped")
-        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " skipped: " + p.note);
+        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) + " skipped: " + p.note);
       if (!p.shared_with.empty())
-        r.notes.push_back(p.mode + " N=" + std::to_string(p.n) + " is the same run as " +
+        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) + " is the same run as " +
                           p.shared_with + " N=" + std::to_string(p.n) + " (global batch " +
                           std::to_string(p.global_batch) + "): measured once, shared");
     }
@@ -204,20 +216,20 @@ void finish_result(ScaleResult& r) {
       }
     if (s.ref_n && first_planned && s.ref_n != first_planned)
       r.notes.push_back(
-          s.mode + ": N=" + std::to_string(first_planned) +
+          to_string(s.mode) + (": N=" + std::to_string(first_planned)) +
           " has no measurement, so speed-ups are relative to N=" + std::to_string(s.ref_n));
     if (!s.fit.ok)
-      for (const auto& n : s.fit.notes) r.notes.push_back(s.mode + " Amdahl fit: " + n);
+      for (const auto& n : s.fit.notes) r.notes.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
   }
   std::string exact;
   for (const auto& s : r.series)
-    if (s.fit.ok && s.fit.sizes == 2) exact += (exact.empty() ? "" : " and ") + s.mode;
+    if (s.fit.ok && s.fit.sizes == 2) exact += (exact.empty() ? "" : " and ") + std::string(to_string(s.mode));
   if (!exact.empty())
     r.notes.push_back("the " + exact + " Amdahl fit" +
                       (exact.find(" and ") != std::string::npos ? "s use" : " uses") +
                       " two rank counts, which determine the curve exactly: no goodness of fit "
                       "(measure three or more to check the model)");
-  if (const auto* h = r.headline(); h && h->mode == "weak" && h->fit.ok)
+  if (const auto* h = r.headline(); h && h->mode == Mode::Weak && h->fit.ok)
     r.notes.push_back(
         "only weak scaling was measured: its P is an effective parallel fraction (weak scaling "
         "follows "
@@ -239,8 +251,6 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     if (i && ns[i] == ns[i - 1])
       throw UsageError("--nproc: " + std::to_string(ns[i]) + " is listed twice");
   }
-  if (req.mode != "strong" && req.mode != "weak" && req.mode != "both")
-    throw UsageError("--mode: strong, weak or both (got '" + req.mode + "')");
   if (req.repeats < 1) throw UsageError("--repeats must be at least 1");
   if (req.steps_timed < 1) throw UsageError("--steps-timed must be at least 1");
 
@@ -279,12 +289,12 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     r.steps_timed = timed;
   }
 
-  std::vector<std::string> modes = req.mode == "both" ? std::vector<std::string>{"strong", "weak"}
-                                                      : std::vector<std::string>{req.mode};
+  const std::vector<Mode> modes =
+      req.mode == Mode::Both ? std::vector<Mode>{Mode::Strong, Mode::Weak} : std::vector<Mode>{req.mode};
   std::vector<Job> jobs;
   std::map<std::pair<int, int64_t>, size_t> job_of;
-  std::map<std::pair<std::string, int>, size_t> point_job;
-  for (const auto& m : modes) {
+  std::map<std::pair<Mode, int>, size_t> point_job;
+  for (const Mode m : modes) {
     ScaleSeries s;
     s.mode = m;
     s.points = plan_series(m, ns, r.base_batch);
@@ -292,7 +302,7 @@ ScaleResult run_scaling(const ScaleRequest& req) {
       if (p.status == "skipped") continue;
       auto sets = req.sets;
       sets.push_back("parallel.world_size=" + std::to_string(p.n));
-      if (m == "weak") sets.push_back("data.batch_size=" + std::to_string(p.global_batch));
+      if (m == Mode::Weak) sets.push_back("data.batch_size=" + std::to_string(p.global_batch));
       try {
         config::Config::load(req.config, sets);
       } catch (const config::ConfigError& e) {
@@ -306,8 +316,8 @@ ScaleResult run_scaling(const ScaleRequest& req) {
         Job j;
         j.n = p.n;
         j.batch = p.global_batch;
-        j.set_batch = m == "weak";
-        j.label = m + "-" + std::to_string(p.n);
+        j.set_batch = m == Mode::Weak;
+        j.label = to_string(m) + ("-" + std::to_string(p.n));
         it = job_of.emplace(key, jobs.size()).first;
         jobs.push_back(j);
       } else {
@@ -321,7 +331,7 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     std::string why;
     for (const auto& s : r.series)
       for (const auto& p : s.points)
-        why += "\n  " + s.mode + " N=" + std::to_string(p.n) + ": " + p.note;
+        why += "\n  " + std::string(to_string(s.mode)) + " N=" + std::to_string(p.n) + ": " + p.note;
     throw UsageError("no rank count can run:" + why);
   }
 
@@ -331,12 +341,12 @@ ScaleResult run_scaling(const ScaleRequest& req) {
   int64_t done = 0;
   for (int64_t rep = 0; rep < req.repeats; ++rep) {
     std::vector<int> order = ns;
-    std::vector<std::string> morder = modes;
+    std::vector<Mode> morder = modes;
     if (rep % 2 == 1)
       std::reverse(order.begin(), order.end()), std::reverse(morder.begin(), morder.end());
     std::set<size_t> ran;
     for (int n : order) {
-      for (const auto& m : morder) {
+      for (const Mode m : morder) {
         auto pj = point_job.find({m, n});
         if (pj == point_job.end() || ran.count(pj->second)) continue;
         ran.insert(pj->second);

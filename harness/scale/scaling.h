@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,16 @@
 
 namespace lockstep::scale {
 
+// Which scaling: Strong keeps the global batch at every N, Weak scales it with N (batch_size x N).
+// A series and its points are one or the other; a request or a result may ask for Both (strong,
+// then weak). Text ("strong" | "weak" | "both") only at the CLI, JSON and report boundary.
+enum class Mode { Strong, Weak, Both };
+const char* to_string(Mode m);
+// `--mode`'s word: one of to_string's, else nullopt.
+std::optional<Mode> parse_mode(const std::string& word);
+
 struct ScalePoint {
-  std::string mode;  // "strong" | "weak"
+  Mode mode = Mode::Strong;  // Strong | Weak
   int n = 0;
   int64_t global_batch = 0;   // data.batch_size of the run
   int64_t micro_batch = 0;    // per rank: global_batch / n (0 when skipped for divisibility)
@@ -49,14 +58,14 @@ struct ScalePoint {
 };
 
 struct ScaleSeries {
-  std::string mode;
+  Mode mode = Mode::Strong;  // Strong | Weak
   std::vector<ScalePoint> points;  // in ascending n
   int ref_n = 0;  // the smallest measured n (speed-ups are relative to it); 0 if none
   AmdahlFit fit;
 };
 
 // The points of a series before anything runs: batch sizes, micro-batches, divisibility skips.
-std::vector<ScalePoint> plan_series(const std::string& mode, const std::vector<int>& nprocs,
+std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs,
                                     int64_t base_batch);
 
 // Medians, speed-ups, efficiencies and the Amdahl fit from the points' repeats.
@@ -72,7 +81,7 @@ bool shares_cores(long host_cores, int max_n, int64_t threads_per_rank, const st
 struct ScaleResult {
   std::string config;  // the config file, as given
   std::string name;    // run.name
-  std::string mode;    // "strong" | "weak" | "both"
+  Mode mode = Mode::Both;
   std::string out_dir;
   std::vector<int> nprocs;  // ascending
   int64_t repeats = 0;
@@ -94,7 +103,7 @@ struct ScaleResult {
   double wall_seconds = 0;
   int exit_code = 0;  // 0 all runs succeeded, 3 some run failed
 
-  const ScaleSeries* find(const std::string& mode) const;
+  const ScaleSeries* find(Mode mode) const;
   // The headline series for Amdahl: strong when present, else weak. nullptr when no series.
   const ScaleSeries* headline() const;
 };
@@ -107,7 +116,7 @@ struct ScaleRequest {
   std::string config;
   std::vector<std::string> sets;  // section.key=value overrides applied to every point
   std::vector<int> nprocs;        // rank counts (any order; duplicates are an error)
-  std::string mode = "both";      // "strong" | "weak" | "both"
+  Mode mode = Mode::Both;
   int64_t repeats = 3;
   int64_t steps_timed = 30;
   std::string out_dir;

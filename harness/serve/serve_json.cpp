@@ -52,7 +52,7 @@ ordered_json to_json(const TailOrigin& t) {
 
 ordered_json to_json(const ServeCheck& c) {
   return ordered_json{{"name", c.name},
-                      {"verdict", c.verdict},
+                      {"verdict", compare::to_string(c.verdict)},
                       {"value", finite_or_null(c.value_pct)},
                       {"ci", {finite_or_null(c.ci.lo), finite_or_null(c.ci.hi)}},
                       {"p", finite_or_null(c.p)},

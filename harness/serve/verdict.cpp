@@ -8,6 +8,13 @@
 namespace lockstep::serve {
 namespace {
 
+using compare::Verdict;
+
+// A significant effect in the failing direction fails; the whole CI on the allowed side passes.
+Verdict timing_verdict(bool fail, bool pass) {
+  return fail ? Verdict::Fail : pass ? Verdict::Pass : Verdict::Inconclusive;
+}
+
 // One-sided p of "mean(d) > 0" (the failing direction for d oriented so) from the paired t.
 double p_greater(const stats::PairedT& t) {
   if (!(t.sd > 0)) return t.mean > 0 ? 0.0 : 1.0;
@@ -87,20 +94,20 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
 
   std::vector<ServeCheck> out;
   {
-    ServeCheck c{"p99 latency", "", 100 * std::expm1(t_p99.mean), to_pct(t_p99.ci), adj[0], ""};
+    ServeCheck c{"p99 latency", Verdict::Inconclusive, 100 * std::expm1(t_p99.mean), to_pct(t_p99.ci), adj[0], ""};
     const bool fail = adj[0] < g.alpha;
     const bool pass = !fail && t_p99.ci.hi <= red;
-    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    c.verdict = timing_verdict(fail, pass);
     c.detail = "P99 " + pct(c.value_pct) + " over " + std::to_string(n) + " window pairs, CI [" +
                pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
     out.push_back(c);
   }
   {
-    ServeCheck c{capacity ? "capacity" : "throughput", "", 100 * std::expm1(t_thr.mean),
+    ServeCheck c{capacity ? "capacity" : "throughput", Verdict::Inconclusive, 100 * std::expm1(t_thr.mean),
                  to_pct(t_thr.ci), adj[1], ""};
     const bool fail = adj[1] < g.alpha;
     const bool pass = !fail && t_thr.ci.lo >= floor;
-    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    c.verdict = timing_verdict(fail, pass);
     if (capacity) {
       char b[160];
       std::snprintf(b, sizeof b, "capacity at P99 <= %g ms ", capacity->slo_ms);
@@ -118,11 +125,11 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     out.push_back(c);
   }
   {
-    ServeCheck c{"slo attainment", "", 100 * t_slo.mean,
+    ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * t_slo.mean,
                  stats::Interval{100 * t_slo.ci.lo, 100 * t_slo.ci.hi}, adj[2], ""};
     const bool fail = adj[2] < g.alpha;
     const bool pass = !fail && (t_slo.ci.lo >= 0 || t_slo.sd == 0);
-    c.verdict = fail ? "fail" : pass ? "pass" : "inconclusive";
+    c.verdict = timing_verdict(fail, pass);
     char b[128];
     std::snprintf(b, sizeof b, "within the SLO: %+.2f points (variant - baseline), CI [%+.2f, %+.2f]",
                   c.value_pct, c.ci.lo, c.ci.hi);
@@ -138,13 +145,13 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     }
     if (base_scores.size() != var_scores.size() || m == 0) worst = sum = INFINITY;
     const double mean = sum / static_cast<double>(std::max<size_t>(m, 1));
-    ServeCheck c{"same math", "", worst, {}, 0, ""};
+    ServeCheck c{"same math", Verdict::Inconclusive, worst, {}, 0, ""};
     char b[400];
     if (envelope && envelope->raw.size() == m && m > 0) {
       double emax = 0, esum = 0;
       for (double e : envelope->raw) emax = std::max(emax, e), esum += e;
       const double emean = esum / static_cast<double>(m), k = envelope->factor;
-      c.verdict = worst <= k * emax && mean <= k * emean ? "pass" : "fail";
+      c.verdict = compare::verdict_from(worst <= k * emax && mean <= k * emean);
       std::snprintf(b, sizeof b,
                     "approximate change: max |score delta| %.3g (bound %g x envelope %.3g), "
                     "mean %.3g (bound %g x %.3g) over %zu fixed requests; envelope of %lld "
@@ -152,7 +159,7 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                     worst, k, emax, mean, k, emean, m, static_cast<long long>(envelope->runs),
                     envelope->noise, envelope->noise_source.c_str());
     } else {
-      c.verdict = worst <= g.tolerance ? "pass" : "fail";
+      c.verdict = compare::verdict_from(worst <= g.tolerance);
       std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
                     worst, m, g.tolerance);
     }

@@ -21,6 +21,7 @@
 
 #include "harness/serve/figures.h"
 #include "harness/stats/statistics.h"
+#include "harness/vocab/compare_kinds.h"
 
 namespace lockstep::serve {
 
@@ -42,7 +43,7 @@ struct SpeedTurns {
 
 struct ServeCheck {
   std::string name;
-  std::string verdict;  // "pass", "fail", "inconclusive"
+  compare::Verdict verdict = compare::Verdict::Inconclusive;
   double value_pct = 0;  // the pooled effect (variant vs baseline), % (attainment: points)
   stats::Interval ci;    // of the effect, same unit
   double p = 0;          // Holm-adjusted, one-sided in the failing direction

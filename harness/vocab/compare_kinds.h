@@ -1,5 +1,5 @@
 // The comparison's vocabulary as types: how a comparison runs (Mode), what each run is for
-// (Arm, Role), how the loss alignment is judged (Rule), how a timing pair runs (Interleave), what a timing check found (Verdict). The knob
+// (Arm, Role), how the loss alignment is judged (Rule), how a timing pair runs (Interleave), what a check found (Verdict), what it judges (CheckKind). The knob
 // class is config::Knob. Text only at the JSON and report boundary: to_string() gives the exact
 // words report.json has always carried (docs/report-schema.md).
 #pragma once
@@ -18,8 +18,27 @@ enum class Role { Full, Envelope, SeedBand, Probe, Timing };
 enum class Rule { Tolerance, Envelope, SeedBand, None, NotApplicable };
 // Step: a pair's runs at the same time, taking turns step by step; Repeat: one after the other.
 enum class Interleave { Repeat, Step };
-// A timing check's verdict: the whole CI on the allowed side, beyond the bound, or straddling it.
+// A check's verdict (timing checks: the whole CI on the allowed side, beyond the bound, or
+// straddling it; the other checks pass or fail), and the comparison's (pass or fail).
 enum class Verdict { Pass, Fail, Inconclusive };
+// What a gate check judges (harness/gate/gate.h), in the gate's order; to_string is its display
+// name, the "name" report.json has always carried.
+enum class CheckKind {
+  KernelConformance,
+  RunsCompleted,
+  BaselineDeterministic,
+  VariantDeterministic,
+  LossAlignment,
+  Throughput,
+  P99Latency,
+  MinSpeedup,
+  MemorySaving,
+  FiniteValues
+};
+
+// Passed or failed, not inconclusive.
+inline bool decided(Verdict v) { return v != Verdict::Inconclusive; }
+inline Verdict verdict_from(bool passed) { return passed ? Verdict::Pass : Verdict::Fail; }
 
 inline const char* to_string(Arm a) {
   return a == Arm::Baseline ? "baseline" : "variant";
@@ -52,6 +71,21 @@ inline const char* to_string(Interleave i) {
 }
 inline const char* to_string(Verdict v) {
   return v == Verdict::Pass ? "pass" : v == Verdict::Fail ? "fail" : "inconclusive";
+}
+inline const char* to_string(CheckKind k) {
+  switch (k) {
+    case CheckKind::KernelConformance: return "kernel conformance";
+    case CheckKind::RunsCompleted: return "runs completed";
+    case CheckKind::BaselineDeterministic: return "baseline deterministic";
+    case CheckKind::VariantDeterministic: return "variant deterministic";
+    case CheckKind::LossAlignment: return "loss alignment";
+    case CheckKind::Throughput: return "throughput";
+    case CheckKind::P99Latency: return "p99 latency";
+    case CheckKind::MinSpeedup: return "min speedup";
+    case CheckKind::MemorySaving: return "memory saving";
+    case CheckKind::FiniteValues: return "finite values";
+  }
+  return "?";
 }
 
 }  // namespace lockstep::compare

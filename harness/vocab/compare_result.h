@@ -25,12 +25,11 @@ struct ArmResult {
   std::string name;   // run.name
   std::string config_path;
   std::vector<PluginRef> plugins;  // the plugin files its config loads, with their SHA-256
-  std::string status =
-      "ok";             // "ok" or the failed run's status ("nonfinite", "failed", "crashed", ...)
-  std::string failure;  // one line, when status != ok
-  bool ok() const { return status == "ok"; }
+  RunStatus status = RunStatus::Ok;  // Ok or the failed run's (Nonfinite, Failed, Crashed, ...)
+  std::string failure;  // one line, when status != Ok
+  bool ok() const { return status == RunStatus::Ok; }
   // Stopped on its config (e.g. fp16 on a CPU): the user's input, not a crash.
-  bool config_error() const { return status == "config error"; }
+  bool config_error() const { return status == RunStatus::ConfigError; }
   int64_t failed_step = 0;
   RunSummary alignment_run;                          // the full-length run at the comparison seed
   std::vector<double> loss_curve;                    // its loss per step (index 0 = step 1)
@@ -174,27 +173,26 @@ struct Breakdown {
 };
 
 struct Check {
-  Check() = default;
-  Check(std::string name_, bool passed_, std::string detail_, std::string verdict_ = "")
-      : name(std::move(name_)),
+  Check(CheckKind kind_, bool passed_, std::string detail_)
+      : Check(kind_, passed_, std::move(detail_), verdict_from(passed_)) {}
+  Check(CheckKind kind_, bool passed_, std::string detail_, Verdict verdict_)
+      : kind(kind_),
+        name(to_string(kind_)),
         passed(passed_),
         detail(std::move(detail_)),
-        verdict(std::move(verdict_)) {}
-  std::string name;
+        verdict(verdict_) {}
+  CheckKind kind;
+  std::string name;  // its display name: to_string(kind)
   bool passed = true;
   std::string detail;
-  // "pass" | "fail" | "inconclusive" (timing checks only: the CI straddles the bound; whether
-  // that passes is [gate] on_inconclusive). Empty = from `passed` (the non-timing checks).
-  std::string verdict;
+  // Pass | Fail | Inconclusive (timing checks only: the CI straddles the bound; whether that
+  // passes is [gate] on_inconclusive). The non-timing checks: from `passed`.
+  Verdict verdict = Verdict::Pass;
   bool timing = false;  // a timing check (throughput, p99 latency, min speedup)
   // Timing checks: the Mann-Whitney p, Holm-adjusted over the timing checks, and the minimum
   // detectable effect (percent) at this comparison's noise. NaN for the other checks.
   double p_value = NAN, p_adjusted = NAN, mde_pct = NAN;
 };
-// A check's verdict word: its own, or "pass"/"fail" from `passed`.
-inline std::string verdict_of(const Check& c) {
-  return !c.verdict.empty() ? c.verdict : c.passed ? "pass" : "fail";
-}
 
 // The statistic the tail-latency check uses. A 99th percentile of n <= 100 steps interpolates
 // between the two slowest, of 150 between the 3rd and 2nd slowest; from [gate] p99_min_samples pooled
@@ -235,8 +233,8 @@ struct CommonPeak {
 struct SequentialLook {
   int64_t repeats = 0;  // per arm
   double minutes = 0;   // the comparison's wall clock when this look was judged
-  // Each timing check's verdict word at this look, in the gate's order.
-  std::vector<std::pair<std::string, std::string>> verdicts;
+  // Each timing check's verdict at this look, in the gate's order.
+  std::vector<std::pair<CheckKind, Verdict>> verdicts;
 };
 // The method's name, with its reference, as report.json gives it (defined in sequential.cpp).
 extern const char* const kSequentialMethod;
@@ -249,7 +247,7 @@ struct Sequential {
 };
 
 struct CompareResult {
-  std::string verdict = "fail";            // "pass" | "fail"
+  Verdict verdict = Verdict::Fail;         // Pass | Fail
   int exit_code = 1;                       // harness/util/exit_codes.h
   Mode mode = Mode::AB;
   std::vector<config::Change> changes;     // every changed key
@@ -288,7 +286,7 @@ struct CompareResult {
   Power power;
   CommonPeak common_peak;
   std::vector<Check> checks;
-  std::string failed_arm;  // "baseline" | "variant" when a run failed
+  std::optional<Arm> failed_arm;  // the first arm whose run failed
   std::string failure;
   int64_t repeats = 0;           // timing repeats per arm that ran (0 when not timed)
   Sequential sequential;         // repeats = "auto" only

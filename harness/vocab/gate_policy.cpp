@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 #include <variant>
 
 #include "harness/util/format.h"
@@ -148,6 +149,12 @@ std::string Policy::ci_percent() const {
   return buf;
 }
 
+OnInconclusive on_inconclusive_from_text(const std::string& word) {
+  for (OnInconclusive o : {OnInconclusive::Pass, OnInconclusive::Fail})
+    if (word == to_string(o)) return o;
+  throw std::invalid_argument("[gate] on_inconclusive: \"" + word + "\" is neither pass nor fail");
+}
+
 Policy Policy::from(const config::Config& c) {
   Policy p;
   p.tolerance = c.number("gate.tolerance");
@@ -167,7 +174,7 @@ Policy Policy::from(const config::Config& c) {
   p.timing_steps = c.integer("gate.timing_steps");
   p.interleave = c.str("gate.interleave");
   p.p99_min_samples = c.integer("gate.p99_min_samples");
-  p.on_inconclusive = c.str("gate.on_inconclusive");
+  p.on_inconclusive = on_inconclusive_from_text(c.str("gate.on_inconclusive"));
   p.alpha = c.number("gate.alpha");
   p.bootstrap = c.integer("gate.bootstrap");
   p.max_p99_regression_pct = c.number("gate.max_p99_regression_pct");
@@ -214,7 +221,7 @@ std::string Policy::describe() const {
     << "tail statistic: P99 from " << p99_min_samples
     << " pooled timed steps per arm, else the maximum (" << util::count_of(timing_steps, "timed step")
     << " per repeat)\n"
-    << "inconclusive timing check (CI straddles its bound): " << on_inconclusive;
+    << "inconclusive timing check (CI straddles its bound): " << to_string(on_inconclusive);
   return o.str();
 }
 

@@ -11,6 +11,15 @@
 
 namespace lockstep::gate {
 
+// What an inconclusive timing check (its CI straddles the bound) does to the exit: [gate]
+// on_inconclusive = "pass" | "fail" (to_string; from_text reads it at the config boundary).
+enum class OnInconclusive { Pass, Fail };
+inline const char* to_string(OnInconclusive o) {
+  return o == OnInconclusive::Pass ? "pass" : "fail";
+}
+// Throws std::invalid_argument, one line, on a word that is neither.
+OnInconclusive on_inconclusive_from_text(const std::string& word);
+
 struct Policy {
   double tolerance = 5e-4;    // |loss_b - loss_v| at check_step: "equal to three decimals"
   int64_t check_step = 0;     // 0 = the last step
@@ -55,10 +64,10 @@ struct Policy {
   double max_slowdown_pct = 0;
   std::optional<double> min_speedup_pct;
   std::optional<double> min_memory_saving_pct;
-  // What an inconclusive timing check (its CI straddles the bound) does to the exit: "pass" |
-  // "fail". The check's verdict word says "inconclusive" either way.
-  std::string on_inconclusive = "pass";
-  bool inconclusive_passes() const { return on_inconclusive == "pass"; }
+  // What an inconclusive timing check (its CI straddles the bound) does to the exit. The check's
+  // verdict says Inconclusive either way.
+  OnInconclusive on_inconclusive = OnInconclusive::Pass;
+  bool inconclusive_passes() const { return on_inconclusive == OnInconclusive::Pass; }
   // How the variant's loss must align, when the variant declares it: "exact" | "approximate" |
   // "none". Unset: from the knob classes of the changed keys (an external arm: "exact").
   std::optional<std::string> alignment;

@@ -93,8 +93,26 @@ struct PluginRef {
 };
 
 // How a run ended. Text ("ok", "nonfinite", "failed", "lost_rank", "hang") only in summary.json,
-// the history and the reports.
-enum class RunStatus { Ok, Nonfinite, Failed, LostRank, Hang };
+// the history and the reports. The parent of a child run (harness/runs/child_run.h) also names
+// what it saw where the run wrote no verdict of its own: a config error (exit 2), a crash, a run
+// that could not start, a missing or unreadable summary, metrics or probe, a run never started.
+enum class RunStatus {
+  Ok,
+  Nonfinite,
+  Failed,
+  LostRank,
+  Hang,
+  // Seen by the parent only (never in a summary.json):
+  ConfigError,
+  Crashed,
+  CouldNotStart,
+  NoSummary,
+  NoProbe,
+  UnreadableSummary,
+  UnreadableMetrics,
+  UnreadableProbe,
+  NotRun
+};
 
 inline const char* to_string(RunStatus s) {
   switch (s) {
@@ -103,9 +121,19 @@ inline const char* to_string(RunStatus s) {
     case RunStatus::Failed: return "failed";
     case RunStatus::LostRank: return "lost_rank";
     case RunStatus::Hang: return "hang";
+    case RunStatus::ConfigError: return "config error";
+    case RunStatus::Crashed: return "crashed";
+    case RunStatus::CouldNotStart: return "could not start";
+    case RunStatus::NoSummary: return "no summary";
+    case RunStatus::NoProbe: return "no probe";
+    case RunStatus::UnreadableSummary: return "unreadable summary";
+    case RunStatus::UnreadableMetrics: return "unreadable metrics";
+    case RunStatus::UnreadableProbe: return "unreadable probe";
+    case RunStatus::NotRun: return "not run";
   }
   return "?";
 }
+// A summary.json's status word: one a run writes itself, else nullopt.
 inline std::optional<RunStatus> parse_run_status(const std::string& s) {
   for (RunStatus r : {RunStatus::Ok, RunStatus::Nonfinite, RunStatus::Failed, RunStatus::LostRank,
                       RunStatus::Hang})

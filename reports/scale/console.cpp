@@ -48,7 +48,7 @@ std::string ScaleConsoleReporter::render(const scale::ScaleResult& r) const {
         << pad(pct(p.efficiency), 12) << pad(pct(p.comm_share), 8)
         << pad(fixed(p.step_ms_p50, 2), 10) << "  " << status_cell(p) << "\n";
     }
-    o << "  Amdahl fit (" << s.mode << "): " << fit_summary(s.fit) << "\n";
+    o << "  Amdahl fit (" << scale::to_string(s.mode) << "): " << fit_summary(s.fit) << "\n";
     if (s.fit.ok) o << "  predicted speed-up: " << prediction_text(r, s.fit) << "\n";
   }
   if (!r.failures.empty()) {

@@ -71,7 +71,7 @@ nlohmann::json scale_json(const scale::ScaleResult& r) {
   j["schema_version"] = 1;
   j["config"] = r.config;
   j["name"] = r.name;
-  j["mode"] = r.mode;
+  j["mode"] = scale::to_string(r.mode);
   j["nprocs"] = r.nprocs;
   j["repeats"] = r.repeats;
   j["steps_timed"] = r.steps_timed;
@@ -88,7 +88,7 @@ nlohmann::json scale_json(const scale::ScaleResult& r) {
   for (const auto& s : r.series) {
     json pts = json::array();
     for (const auto& p : s.points) pts.push_back(point_json(p));
-    series.push_back({{"mode", s.mode},
+    series.push_back({{"mode", scale::to_string(s.mode)},
                       {"reference_n", s.ref_n},
                       {"points", pts},
                       {"amdahl", fit_json(r, s.fit)}});
@@ -96,7 +96,7 @@ nlohmann::json scale_json(const scale::ScaleResult& r) {
   j["series"] = series;
   if (const auto* h = r.headline()) {
     j["amdahl"] = fit_json(r, h->fit);
-    j["amdahl"]["series"] = h->mode;
+    j["amdahl"]["series"] = scale::to_string(h->mode);
   } else {
     j["amdahl"] = nullptr;
   }

@@ -22,7 +22,7 @@ std::string ScaleMarkdownReporter::render(const scale::ScaleResult& r) const {
     << " host cores, " << r.threads_per_rank << " thread(s) per rank · exit " << r.exit_code
     << "\n\n";
   if (const auto* h = r.headline(); h && h->fit.ok)
-    o << "**Amdahl (" << h->mode << "): " << markdown_escape(fit_summary(h->fit))
+    o << "**Amdahl (" << scale::to_string(h->mode) << "): " << markdown_escape(fit_summary(h->fit))
       << "** — predicted " << markdown_escape(prediction_text(r, h->fit)) << "\n\n";
   for (const auto& f : r.failures) o << "> ❌ **Run failed:** " << markdown_escape(f) << "\n\n";
   for (const auto& w : r.warnings) o << "> ⚠️ " << markdown_escape(w) << "\n\n";

@@ -33,11 +33,12 @@ Plot scale_plot(const scale::ScaleResult& r) {
       xmin = std::min(xmin, static_cast<double>(p.n));
     }
     if (d.empty()) continue;
-    const bool strong = s.mode == "strong";
-    data[s.mode + ".dat"] = d;
-    add("'" + s.mode + ".dat' using 1:2 with linespoints lw 2 pt " + (strong ? "7" : "5") +
+    const bool strong = s.mode == scale::Mode::Strong;
+    const std::string mode = scale::to_string(s.mode);
+    data[mode + ".dat"] = d;
+    add("'" + mode + ".dat' using 1:2 with linespoints lw 2 pt " + (strong ? "7" : "5") +
         " ps 1.2 lc rgb '" + (strong ? kStrongColor : kWeakColor) + "'" +
-        (strong ? "" : " dt (8,5)") + " title " + gnuplot_quote("measured " + s.mode));
+        (strong ? "" : " dt (8,5)") + " title " + gnuplot_quote("measured " + mode));
   }
   if (plot.empty()) return {"", "no measured speed-up"};
   for (int n : r.nprocs) xmin = std::min(xmin, static_cast<double>(n));
@@ -70,7 +71,7 @@ Plot scale_plot(const scale::ScaleResult& r) {
     const bool main = &ser == h;
     add(fn + "(x) with lines lw " + (main ? "2" : "1.5") + " lc rgb '" +
         (main ? kFitColor : kWeakColor) + "'" + (main ? "" : " dt 3") + " title " +
-        gnuplot_quote("Amdahl fit (" + ser.mode + "), P = " + fixed(f.p, 3)));
+        gnuplot_quote("Amdahl fit (" + std::string(scale::to_string(ser.mode)) + "), P = " + fixed(f.p, 3)));
   }
   if (h && h->fit.ok) {
     std::string d;

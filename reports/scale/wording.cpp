@@ -21,7 +21,7 @@ std::string times(double x) {
 }
 
 std::string modes_text(const ScaleResult& r) {
-  return r.mode == "both" ? "strong and weak" : r.mode;
+  return r.mode == scale::Mode::Both ? "strong and weak" : scale::to_string(r.mode);
 }
 
 std::string nprocs_text(const ScaleResult& r) {
@@ -31,7 +31,7 @@ std::string nprocs_text(const ScaleResult& r) {
 }
 
 std::string series_caption(const ScaleResult& r, const ScaleSeries& s) {
-  if (s.mode == "strong")
+  if (s.mode == scale::Mode::Strong)
     return "strong scaling: global batch " + std::to_string(r.base_batch) + " at every N";
   return "weak scaling: global batch " + std::to_string(r.base_batch) + " x N (" +
          std::to_string(r.base_batch) + " per rank)";

@@ -341,7 +341,7 @@ TEST(PerformanceDelta, TailLatencyResamplesWholeRepeats) {
 TEST(Gate, VerdictAndExitCodeFromTheChecks) {
   auto ok = healthy_result();
   gate::apply(ok);
-  EXPECT_EQ(ok.verdict, "pass");
+  EXPECT_EQ(ok.verdict, compare::Verdict::Pass);
   EXPECT_EQ(ok.exit_code, kExitPass);
   ASSERT_NE(find(ok, "throughput"), nullptr);
   ASSERT_NE(find(ok, "p99 latency"), nullptr);
@@ -353,8 +353,8 @@ TEST(Gate, VerdictAndExitCodeFromTheChecks) {
   EXPECT_FALSE(find(misaligned, "loss alignment")->passed);
 
   auto crashed = healthy_result();
-  crashed.variant.status = "nonfinite";
-  crashed.failed_arm = "variant";
+  crashed.variant.status = RunStatus::Nonfinite;
+  crashed.failed_arm = Arm::Variant;
   crashed.failure = "nonfinite at step 7";
   gate::apply(crashed);
   EXPECT_EQ(crashed.exit_code, kExitRunFailed);
@@ -377,7 +377,7 @@ TEST(Gate, P99AndSlowdownAllowancesAreJudgedOnTheConfidenceInterval) {
   r.policy.max_slowdown_pct = 30;
   gate::apply(r);
   EXPECT_TRUE(find(r, "throughput")->passed);
-  EXPECT_EQ(r.verdict, "pass");
+  EXPECT_EQ(r.verdict, compare::Verdict::Pass);
 }
 
 TEST(Gate, OptionalSpeedupAndMemoryRules) {
@@ -390,7 +390,7 @@ TEST(Gate, OptionalSpeedupAndMemoryRules) {
   r.delta.memory_pct = -12;
   gate::apply(r);
   EXPECT_FALSE(find(r, "min speedup")->passed);
-  EXPECT_EQ(find(r, "min speedup")->verdict, "fail");
+  EXPECT_EQ(find(r, "min speedup")->verdict, compare::Verdict::Fail);
   EXPECT_TRUE(find(r, "memory saving")->passed);
   r.delta.memory_pct = -8;
   r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.008, true, true, "faster"};
@@ -425,12 +425,12 @@ TEST(Gate, AnUntimedComparisonHasNoTimingChecks) {
 
 TEST(Gate, AnArmStoppedByItsConfigIsAUsageErrorNotACrash) {
   auto r = healthy_result();
-  r.variant.status = "config error";
-  r.failed_arm = "variant";
+  r.variant.status = RunStatus::ConfigError;
+  r.failed_arm = Arm::Variant;
   r.failure = "config error: fp16 autocast is not supported on cpu";
   gate::apply(r);
   EXPECT_EQ(r.exit_code, kExitUsage);
-  r.variant.status = "crashed";
+  r.variant.status = RunStatus::Crashed;
   gate::apply(r);
   EXPECT_EQ(r.exit_code, kExitRunFailed);
 }
@@ -576,21 +576,21 @@ TEST(GateVerdict, ThroughputPassFailInconclusive) {
   r.policy.max_slowdown_pct = 5;
   r.delta.tokens_per_sec_pct = Delta{-1, -3, 1, 0.5, false, true, "no significant change"};
   gate::apply(r);  // the whole CI [-3, +1] within the allowed -5%
-  EXPECT_EQ(find(r, "throughput")->verdict, "pass");
+  EXPECT_EQ(find(r, "throughput")->verdict, compare::Verdict::Pass);
   EXPECT_EQ(r.exit_code, kExitPass);
   r.delta.tokens_per_sec_pct = Delta{-10, -12, -8, 0.008, true, true, "slower"};
   gate::apply(r);  // the whole CI beyond -5%, significant after Holm (2 x 0.008 < 0.05)
-  EXPECT_EQ(find(r, "throughput")->verdict, "fail");
+  EXPECT_EQ(find(r, "throughput")->verdict, compare::Verdict::Fail);
   EXPECT_FALSE(find(r, "throughput")->passed);
   EXPECT_EQ(r.exit_code, kExitGateFailed);
   r.delta.tokens_per_sec_pct = Delta{-5, -8, -2, 0.008, true, true, "slower"};
   gate::apply(r);  // [-8, -2] straddles -5: this comparison cannot tell
   const Check* t = find(r, "throughput");
-  EXPECT_EQ(t->verdict, "inconclusive");
+  EXPECT_EQ(t->verdict, compare::Verdict::Inconclusive);
   EXPECT_TRUE(t->passed);  // on_inconclusive = "pass" (the default)
   EXPECT_NE(t->detail.find("inconclusive: the CI straddles the bound"), std::string::npos)
       << t->detail;
-  EXPECT_EQ(r.verdict, "pass");
+  EXPECT_EQ(r.verdict, compare::Verdict::Pass);
   EXPECT_EQ(r.exit_code, kExitPass);
 }
 
@@ -599,14 +599,14 @@ TEST(GateVerdict, P99PassFailInconclusive) {
   r.policy.max_p99_regression_pct = 10;
   r.delta.p99_ms_pct = Delta{3, 1, 6, 0.03, true, true, "higher"};
   gate::apply(r);  // [+1, +6] under +10
-  EXPECT_EQ(find(r, "p99 latency")->verdict, "pass");
+  EXPECT_EQ(find(r, "p99 latency")->verdict, compare::Verdict::Pass);
   r.delta.p99_ms_pct = Delta{20, 14, 26, 0.008, true, true, "higher"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "p99 latency")->verdict, "fail");
+  EXPECT_EQ(find(r, "p99 latency")->verdict, compare::Verdict::Fail);
   EXPECT_EQ(r.exit_code, kExitGateFailed);
   r.delta.p99_ms_pct = Delta{9, 4, 15, 0.008, true, true, "higher"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "p99 latency")->verdict, "inconclusive");
+  EXPECT_EQ(find(r, "p99 latency")->verdict, compare::Verdict::Inconclusive);
   EXPECT_EQ(r.exit_code, kExitPass);
 }
 
@@ -616,41 +616,41 @@ TEST(GateVerdict, MinSpeedupJudgesTheConfidenceIntervalsLowerBound) {
   // Point estimate +9% and the CI's lower bound +6%: a speed-up of at least 5%, significantly.
   r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.008, true, true, "faster"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "min speedup")->verdict, "pass");
+  EXPECT_EQ(find(r, "min speedup")->verdict, compare::Verdict::Pass);
   // Point estimate +6% (above 5%), but the CI [+3, +9] reaches below it: not shown.
   r.delta.tokens_per_sec_pct = Delta{6, 3, 9, 0.008, true, true, "faster"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "min speedup")->verdict, "inconclusive");
+  EXPECT_EQ(find(r, "min speedup")->verdict, compare::Verdict::Inconclusive);
   // The whole CI below +5%.
   r.delta.tokens_per_sec_pct = Delta{2, 0.5, 4, 0.03, true, true, "faster"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "min speedup")->verdict, "fail");
+  EXPECT_EQ(find(r, "min speedup")->verdict, compare::Verdict::Fail);
   EXPECT_EQ(r.exit_code, kExitGateFailed);
   // The lower bound reaches +5%, but the speed-up is not significant after Holm: three checks,
   // the smallest p 0.02 -> 0.06.
   r.delta.tokens_per_sec_pct = Delta{9, 6, 12, 0.02, true, true, "faster"};
   gate::apply(r);
   EXPECT_NEAR(find(r, "min speedup")->p_adjusted, 0.06, 1e-12);
-  EXPECT_EQ(find(r, "min speedup")->verdict, "inconclusive");
+  EXPECT_EQ(find(r, "min speedup")->verdict, compare::Verdict::Inconclusive);
 }
 
 TEST(GateVerdict, OnInconclusiveFailTurnsAnInconclusiveCheckIntoExit1) {
   auto r = timed_result();
   r.delta.tokens_per_sec_pct = Delta{-5, -8, -2, 0.008, true, true, "slower"};
   r.policy.max_slowdown_pct = 5;
-  r.policy.on_inconclusive = "fail";
+  r.policy.on_inconclusive = gate::OnInconclusive::Fail;
   gate::apply(r);
-  EXPECT_EQ(find(r, "throughput")->verdict, "inconclusive");
+  EXPECT_EQ(find(r, "throughput")->verdict, compare::Verdict::Inconclusive);
   EXPECT_FALSE(find(r, "throughput")->passed);
-  EXPECT_EQ(r.verdict, "fail");
+  EXPECT_EQ(r.verdict, compare::Verdict::Fail);
   EXPECT_EQ(r.exit_code, kExitGateFailed);
-  r.policy.on_inconclusive = "pass";
+  r.policy.on_inconclusive = gate::OnInconclusive::Pass;
   gate::apply(r);
   EXPECT_EQ(r.exit_code, kExitPass);
   // Non-timing checks are pass or fail only.
   for (const auto& c : r.checks)
     if (c.name != "throughput" && c.name != "p99 latency") {
-      EXPECT_NE(c.verdict, "inconclusive") << c.name;
+      EXPECT_NE(c.verdict, compare::Verdict::Inconclusive) << c.name;
     }
 }
 
@@ -665,7 +665,7 @@ TEST(GateVerdict, HolmCorrectsTheTimingChecksAsOneFamily) {
   for (const char* name : {"throughput", "p99 latency"}) {
     const Check* c = find(r, name);
     ASSERT_NE(c, nullptr) << name;
-    EXPECT_EQ(c->verdict, "inconclusive") << name;
+    EXPECT_EQ(c->verdict, compare::Verdict::Inconclusive) << name;
     EXPECT_NEAR(c->p_adjusted, 0.06, 1e-12) << name;
     EXPECT_NE(c->detail.find("Holm-adjusted 0.06"), std::string::npos) << c->detail;
     EXPECT_NE(c->detail.find("not significant after Holm"), std::string::npos) << c->detail;
@@ -676,8 +676,8 @@ TEST(GateVerdict, HolmCorrectsTheTimingChecksAsOneFamily) {
   // have left the second at 0.08).
   r.delta.tokens_per_sec_pct.p_value = 0.02;
   gate::apply(r);
-  EXPECT_EQ(find(r, "throughput")->verdict, "fail");
-  EXPECT_EQ(find(r, "p99 latency")->verdict, "fail");
+  EXPECT_EQ(find(r, "throughput")->verdict, compare::Verdict::Fail);
+  EXPECT_EQ(find(r, "p99 latency")->verdict, compare::Verdict::Fail);
   EXPECT_NEAR(find(r, "p99 latency")->p_adjusted, 0.04, 1e-12);
 }
 
@@ -688,7 +688,7 @@ TEST(GateVerdict, TooFewRepeatsNeverPassATimingCheck) {
   r.policy.max_slowdown_pct = 5;
   r.delta.tokens_per_sec_pct = Delta{-1, -3, 1, 0.5, false, true, "no significant change"};
   gate::apply(r);
-  EXPECT_EQ(find(r, "throughput")->verdict, "inconclusive");
+  EXPECT_EQ(find(r, "throughput")->verdict, compare::Verdict::Inconclusive);
   EXPECT_NE(find(r, "throughput")->detail.find("too few repeats to pass"), std::string::npos);
 }
 
@@ -847,7 +847,7 @@ TEST(AnalyseTiming, PoolsRepeatsNamesTheTailAndMeasuresMfuAgainstOnePeak) {
 TEST(GateVerdict, OnInconclusiveAndTheTailThresholdArePolicyKeys) {
   const std::string base = std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml";
   const auto defaults = gate::Policy::from(config::Config::load(base));
-  EXPECT_EQ(defaults.on_inconclusive, "pass");
+  EXPECT_EQ(defaults.on_inconclusive, gate::OnInconclusive::Pass);
   EXPECT_EQ(defaults.timing_steps, 200);
   EXPECT_EQ(defaults.p99_min_samples, 900);
   // A P99 exists by default: a repeat of the shipped 200-step config times 200 - 5 warmup - 5
@@ -860,7 +860,7 @@ TEST(GateVerdict, OnInconclusiveAndTheTailThresholdArePolicyKeys) {
   EXPECT_GE(defaults.repeats * fit, defaults.p99_min_samples);
   const auto strict = gate::Policy::from(
       config::Config::load(base, {"gate.on_inconclusive=\"fail\"", "gate.p99_min_samples=500"}));
-  EXPECT_EQ(strict.on_inconclusive, "fail");
+  EXPECT_EQ(strict.on_inconclusive, gate::OnInconclusive::Fail);
   EXPECT_EQ(strict.p99_min_samples, 500);
   EXPECT_NE(strict.describe().find("inconclusive timing check (CI straddles its bound): fail"),
             std::string::npos)
@@ -1015,19 +1015,19 @@ TEST(Probe, AnalyseJudgesTheFilesAndAFailedProbeIsItsArmsFailure) {
             "(logits[0] at step 20), bound 2: OUTSIDE, first in forward order at logits[0] (step 20)");
   // The variant's probe crashed: the variant failed (exit 3), the probe did not run.
   std::vector<runs::RunOutcome> crashed(3);
-  crashed[1].status = "crashed";
+  crashed[1].status = RunStatus::Crashed;
   crashed[1].failure = "exit 1: boom";
   auto failed = fresh();
   analyse_probe(plan, crashed, failed);
   EXPECT_FALSE(failed.alignment.probe.run);
   EXPECT_EQ(failed.alignment.probe.note, "not run: the variant probe crashed");
-  EXPECT_EQ(failed.failed_arm, "variant");
+  EXPECT_EQ(failed.failed_arm, Arm::Variant);
   EXPECT_EQ(failed.failure, "crashed: function probe variant: exit 1: boom");
   // An unreadable record is the same kind of failure, named by its file.
   fs::remove(root / "baseline-noise1" / "probe.bin");
   auto unreadable = fresh();
   analyse_probe(plan, ok, unreadable);
-  EXPECT_EQ(unreadable.failed_arm, "baseline");
+  EXPECT_EQ(unreadable.failed_arm, Arm::Baseline);
   EXPECT_NE(unreadable.failure.find("baseline-noise1/probe.bin"), std::string::npos)
       << unreadable.failure;
   // Nothing planned: the plan's note is the report's.

@@ -178,7 +178,7 @@ TEST(HistoryStore, RecordsComparisonsWithVerdictChecksAndReports) {
   const int64_t id = store.record_compare(r, {"/out/report.json", "/out/report.html"});
   auto e = store.list()[0];
   EXPECT_EQ(e.kind, "compare");
-  EXPECT_EQ(e.status, r.verdict);
+  EXPECT_EQ(e.status, compare::to_string(r.verdict));
   EXPECT_EQ(e.exit_code, r.exit_code);
   EXPECT_EQ(e.config_name, r.variant.name);
   EXPECT_EQ(e.baseline_name, r.baseline.name);
@@ -189,7 +189,7 @@ TEST(HistoryStore, RecordsComparisonsWithVerdictChecksAndReports) {
   EXPECT_EQ(j["compare"]["checks"].size(), r.checks.size());
   EXPECT_EQ(j["compare"]["reports"][1], "/out/report.html");
   EXPECT_EQ(j["compare"]["loss_reference"], "history run #4 (commit abc)");
-  EXPECT_EQ(j["compare"]["result"]["verdict"], r.verdict);
+  EXPECT_EQ(j["compare"]["result"]["verdict"], compare::to_string(r.verdict));
   EXPECT_EQ(j["compare"]["variant_hash"], "a71be2c9904d5f30");
 }
 

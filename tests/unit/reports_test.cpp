@@ -242,7 +242,7 @@ TEST(JsonReport, CarriesTheValues) {
 // with its n, MFU against one common peak, and the on_inconclusive rule that decided the exit.
 TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
   auto r = testing::make_compare_result();
-  r.checks.push_back(compare::Check{"throughput", true, "tokens/s ...", "inconclusive"});
+  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "tokens/s ...", compare::Verdict::Inconclusive});
   r.checks.back().p_value = 0.03;
   r.checks.back().p_adjusted = 0.06;
   r.checks.back().mde_pct = 2.31;
@@ -271,7 +271,7 @@ TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
   EXPECT_EQ(j["common_peak"]["flops"], 2.1e11);
   EXPECT_EQ(j["delta"]["mfu_common_pts"]["value"], 19.2);
   EXPECT_DOUBLE_EQ(j["baseline"]["mfu_common"].get<double>(), *r.baseline.mfu_common);
-  r.policy.on_inconclusive = "fail";
+  r.policy.on_inconclusive = gate::OnInconclusive::Fail;
   EXPECT_EQ(render_json(r)["policy"]["on_inconclusive"], "fail");
   // Not timed: no power, no tail statistic.
   r.timed = false;
@@ -290,8 +290,11 @@ TEST(JsonReport, AutoRepeatsRecordTheLooksAndTheirLevel) {
   r.policy.max_repeats = 24;
   r.repeats = 12;
   r.sequential.enabled = true;
-  r.sequential.looks = {{6, 1.5, {{"throughput", "inconclusive"}, {"p99 latency", "pass"}}},
-                        {12, 2.75, {{"throughput", "pass"}, {"p99 latency", "pass"}}}};
+  using compare::CheckKind;
+  using compare::Verdict;
+  r.sequential.looks = {
+      {6, 1.5, {{CheckKind::Throughput, Verdict::Inconclusive}, {CheckKind::P99Latency, Verdict::Pass}}},
+      {12, 2.75, {{CheckKind::Throughput, Verdict::Pass}, {CheckKind::P99Latency, Verdict::Pass}}}};
   r.sequential.stopped = "decisive";
   json j = render_json(r);
   EXPECT_EQ(j["policy"]["repeats"], "auto");
@@ -345,7 +348,7 @@ TEST(Reports, NameTheTailStatisticShowBothMfusAndThePower) {
               std::string::npos)
         << *out;
   }
-  r.checks.push_back(compare::Check{"throughput", true, "straddles", "inconclusive"});
+  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "straddles", compare::Verdict::Inconclusive});
   const std::string c2 = ConsoleReporter().render(r);
   EXPECT_NE(c2.find("? throughput"), std::string::npos);
   EXPECT_NE(c2.find("1 timing check inconclusive (could not tell; on_inconclusive = pass: passes)"),
@@ -451,11 +454,11 @@ TEST(JsonReport, UnknownAndAbsentValues) {
   r.alignment.first_divergent_step = 0;
   r.alignment.envelope.reset();
   r.alignment.curve.judged = false;
-  r.verdict = "pass";
+  r.verdict = compare::Verdict::Pass;
   r.exit_code = 0;
-  r.failed_arm = "variant";
+  r.failed_arm = compare::Arm::Variant;
   r.failure = "nonfinite: loss is NaN at step 37";
-  r.variant.status = "nonfinite";
+  r.variant.status = RunStatus::Nonfinite;
   r.variant.failure = "loss is NaN at step 37";
   json j = render_json(r);
   EXPECT_TRUE(j["delta"]["mfu_pts"]["value"].is_null());
@@ -481,8 +484,8 @@ TEST(JsonReport, UnknownAndAbsentValues) {
 
 TEST(JunitReport, OneTestcasePerCheckWithEscapedFailures) {
   auto r = testing::make_compare_result();
-  r.checks.push_back(
-      {"memory <saving> & \"quotes\"", false, "line one\nline two 'quoted' \x01 < 5%"});
+  r.checks.push_back({compare::CheckKind::MemorySaving, false, "line one\nline two 'quoted' \x01 < 5%"});
+  r.checks.back().name = "memory <saving> & \"quotes\"";
   std::string xml = JunitReporter().render(r);
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u);
   EXPECT_EQ(count(xml, "<testcase "), 6u);
@@ -539,7 +542,7 @@ TEST(MarkdownReport, VerdictChecksAndSections) {
   EXPECT_NE(md.find("<details><summary>Policy (configs/variants/bf16.toml \\[gate\\])</summary>"),
             std::string::npos);
   EXPECT_NE(md.find("tokens/s: significant speed-up of at least 3%"), std::string::npos);
-  r.verdict = "pass";
+  r.verdict = compare::Verdict::Pass;
   EXPECT_EQ(MarkdownReporter().render(r).rfind("## ✅ Lockstep: PASS", 0), 0u);
 }
 
@@ -703,7 +706,7 @@ TEST(WriteReports, WritesTheFourFilesAtomically) {
   EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["verdict"], "fail");
   EXPECT_EQ(util::read_file(dir / "junit.xml"), JunitReporter().render(r));
   // Rewriting replaces the files in place, still with nothing left over.
-  r.verdict = "pass";
+  r.verdict = compare::Verdict::Pass;
   write_reports(r, dir);
   EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["verdict"], "pass");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 4);

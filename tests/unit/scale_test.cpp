@@ -171,7 +171,7 @@ TEST(Amdahl, UnusablePointsAreLeftOutWithANote) {
 // ---- the plan, the math, the warnings --------------------------------------------------------
 
 TEST(ScalePlan, StrongKeepsTheGlobalBatchAndSkipsIndivisibleSizes) {
-  const auto pts = plan_series("strong", {4, 1, 3, 2}, 8);
+  const auto pts = plan_series(Mode::Strong, {4, 1, 3, 2}, 8);
   ASSERT_EQ(pts.size(), 4u);
   EXPECT_EQ(pts[0].n, 1);  // sorted
   EXPECT_EQ(pts[0].micro_batch, 8);
@@ -185,7 +185,7 @@ TEST(ScalePlan, StrongKeepsTheGlobalBatchAndSkipsIndivisibleSizes) {
 }
 
 TEST(ScalePlan, WeakScalesTheGlobalBatchWithTheRanks) {
-  const auto pts = plan_series("weak", {1, 2, 3, 4}, 8);
+  const auto pts = plan_series(Mode::Weak, {1, 2, 3, 4}, 8);
   for (const auto& p : pts) {
     EXPECT_EQ(p.status, "ok");
     EXPECT_EQ(p.global_batch, 8 * p.n);
@@ -193,7 +193,7 @@ TEST(ScalePlan, WeakScalesTheGlobalBatchWithTheRanks) {
   }
 }
 
-ScalePoint measured(const std::string& mode, int n, int64_t batch, std::vector<double> tps,
+ScalePoint measured(Mode mode, int n, int64_t batch, std::vector<double> tps,
                     double comm = 0.1) {
   ScalePoint p;
   p.mode = mode;
@@ -210,9 +210,9 @@ ScalePoint measured(const std::string& mode, int n, int64_t batch, std::vector<d
 
 TEST(ScaleMath, SpeedupAndEfficiencyFromMedians) {
   ScaleSeries s;
-  s.mode = "strong";
-  s.points = {measured("strong", 4, 8, {300}), measured("strong", 1, 8, {110, 90, 100}, 0.0),
-              measured("strong", 2, 8, {180, 170, 190}, 0.2)};
+  s.mode = Mode::Strong;
+  s.points = {measured(Mode::Strong, 4, 8, {300}), measured(Mode::Strong, 1, 8, {110, 90, 100}, 0.0),
+              measured(Mode::Strong, 2, 8, {180, 170, 190}, 0.2)};
   finish_series(s);
   ASSERT_EQ(s.points[0].n, 1);
   EXPECT_EQ(s.ref_n, 1);
@@ -232,10 +232,10 @@ TEST(ScaleMath, SpeedupAndEfficiencyFromMedians) {
 
 TEST(ScaleMath, ReferenceIsTheSmallestMeasuredSize) {
   ScaleSeries s;
-  s.mode = "weak";
-  auto failed = measured("weak", 1, 8, {});
+  s.mode = Mode::Weak;
+  auto failed = measured(Mode::Weak, 1, 8, {});
   failed.status = "failed";
-  s.points = {failed, measured("weak", 2, 16, {200}), measured("weak", 4, 32, {360})};
+  s.points = {failed, measured(Mode::Weak, 2, 16, {200}), measured(Mode::Weak, 4, 32, {360})};
   finish_series(s);
   EXPECT_EQ(s.ref_n, 2);
   EXPECT_TRUE(std::isnan(s.points[0].speedup));
@@ -245,14 +245,14 @@ TEST(ScaleMath, ReferenceIsTheSmallestMeasuredSize) {
 }
 
 TEST(ScaleWarnings, StrongScalingNamesThePerRankMicroBatchAtEachN) {
-  ScaleSeries strong{"strong", plan_series("strong", {1, 2, 3, 4}, 8), 0, {}};
+  ScaleSeries strong{Mode::Strong, plan_series(Mode::Strong, {1, 2, 3, 4}, 8), 0, {}};
   const std::string w = micro_batch_warning(strong);
   EXPECT_TRUE(contains(w, "per-rank micro-batch shrinks")) << w;
   EXPECT_TRUE(contains(w, "8 sequences at N=1, 4 at N=2, 2 at N=4")) << w;  // N=3 skipped
   EXPECT_TRUE(contains(w, "weak")) << w;
-  ScaleSeries weak{"weak", plan_series("weak", {1, 2, 4}, 8), 0, {}};
+  ScaleSeries weak{Mode::Weak, plan_series(Mode::Weak, {1, 2, 4}, 8), 0, {}};
   EXPECT_EQ(micro_batch_warning(weak), "");
-  ScaleSeries one{"strong", plan_series("strong", {2}, 8), 0, {}};
+  ScaleSeries one{Mode::Strong, plan_series(Mode::Strong, {2}, 8), 0, {}};
   EXPECT_EQ(micro_batch_warning(one), "");
 }
 
@@ -268,7 +268,7 @@ ScaleResult synthetic_result() {
   ScaleResult r;
   r.config = "configs/baseline.toml";
   r.name = "base<line>";
-  r.mode = "both";
+  r.mode = Mode::Both;
   r.out_dir = "runs/x-scale-baseline";
   r.nprocs = {1, 2, 3, 4};
   r.repeats = 3;
@@ -281,13 +281,13 @@ ScaleResult synthetic_result() {
   r.device = "cpu";
   r.host_cores = 2;
   r.load_average = 0.1;
-  ScaleSeries strong{"strong", plan_series("strong", r.nprocs, 8), 0, {}};
-  ScaleSeries weak{"weak", plan_series("weak", r.nprocs, 8), 0, {}};
+  ScaleSeries strong{Mode::Strong, plan_series(Mode::Strong, r.nprocs, 8), 0, {}};
+  ScaleSeries weak{Mode::Weak, plan_series(Mode::Weak, r.nprocs, 8), 0, {}};
   auto fill = [](ScalePoint& p, std::vector<double> tps, double comm) {
     p.tokens_per_sec_repeats = tps;
     p.comm_share_repeats.assign(tps.size(), comm);
     p.step_ms_p50_repeats.assign(tps.size(), 12.5);
-    p.run_dirs = {"runs/x/" + p.mode + "-" + std::to_string(p.n) + "/repeat-1"};
+    p.run_dirs = {"runs/x/" + std::string(to_string(p.mode)) + "-" + std::to_string(p.n) + "/repeat-1"};
   };
   fill(strong.points[0], {1000, 1010, 990}, 0.0);
   fill(strong.points[1], {1800, 1790, 1810}, 0.12);
@@ -317,7 +317,7 @@ TEST(ScaleResultTest, WarningsNotesAndExitCode) {
   EXPECT_TRUE(any_contains(r.notes, "weak N=1 is the same run as strong N=1"));
   EXPECT_TRUE(any_contains(r.notes, "loopback"));
   ASSERT_NE(r.headline(), nullptr);
-  EXPECT_EQ(r.headline()->mode, "strong");
+  EXPECT_EQ(r.headline()->mode, Mode::Strong);
   EXPECT_DOUBLE_EQ(r.series[0].points[1].speedup, 1.8);
   EXPECT_DOUBLE_EQ(r.series[1].points[3].efficiency, 3500.0 / 1000 / 4);
 
@@ -333,12 +333,12 @@ TEST(ScaleResultTest, WarningsNotesAndExitCode) {
 
 TEST(ScaleResultTest, OneSizeHasNoFitAndSaysSo) {
   ScaleResult r;
-  r.mode = "strong";
+  r.mode = Mode::Strong;
   r.nprocs = {1};
   r.base_batch = 8;
   r.device = "cpu";
   r.host_cores = 2;
-  ScaleSeries s{"strong", plan_series("strong", {1}, 8), 0, {}};
+  ScaleSeries s{Mode::Strong, plan_series(Mode::Strong, {1}, 8), 0, {}};
   s.points[0].tokens_per_sec_repeats = {500};
   r.series = {s};
   finish_result(r);
@@ -443,6 +443,14 @@ TEST(ScaleReport, WritesThreeFilesAtomically) {
   for (const auto& p : paths) EXPECT_GT(fs::file_size(p), 100u) << p;
   EXPECT_EQ(json::parse(util::read_file(dir / "report.json"))["series"].size(), 2u);
   fs::remove_all(dir);
+}
+
+// The mode is an enum inside; its words are the CLI's and report.json's (issue 53).
+TEST(ScaleMode, WordsRoundTrip) {
+  for (Mode m : {Mode::Strong, Mode::Weak, Mode::Both}) EXPECT_EQ(parse_mode(to_string(m)), m);
+  EXPECT_STREQ(to_string(Mode::Weak), "weak");
+  EXPECT_FALSE(parse_mode("sideways").has_value());
+  EXPECT_FALSE(parse_mode("Strong").has_value());
 }
 
 }  // namespace

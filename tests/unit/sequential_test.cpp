@@ -13,6 +13,8 @@
 namespace lockstep::compare {
 namespace {
 
+constexpr Verdict P = Verdict::Pass, F = Verdict::Fail, I = Verdict::Inconclusive;
+
 gate::Policy policy(const std::vector<std::string>& sets) {
   return gate::Policy::from(config::Config::parse("", "t.toml", sets));
 }
@@ -48,22 +50,22 @@ TEST(SequentialLooks, AutoLooksEverySixRepeatsAndAtTheMaximum) {
 }
 
 TEST(SequentialStop, StopsWhenEveryCheckIsDecidedOrOneFails) {
-  EXPECT_EQ(stop_reason({"pass", "pass"}, 0, 4, 10, 10, 30), "decisive");
-  EXPECT_EQ(stop_reason({"pass", "fail"}, 0, 4, 10, 10, 30), "decisive");
+  EXPECT_EQ(stop_reason({P, P}, 0, 4, 10, 10, 30), "decisive");
+  EXPECT_EQ(stop_reason({P, F}, 0, 4, 10, 10, 30), "decisive");
   // A failed check decides the verdict whatever the others would become.
-  EXPECT_EQ(stop_reason({"inconclusive", "fail"}, 1, 4, 10, 10, 30), "decisive");
-  EXPECT_EQ(stop_reason({"inconclusive", "pass"}, 1, 4, 10, 10, 30), "");
+  EXPECT_EQ(stop_reason({I, F}, 1, 4, 10, 10, 30), "decisive");
+  EXPECT_EQ(stop_reason({I, P}, 1, 4, 10, 10, 30), "");
   EXPECT_EQ(stop_reason({}, 0, 4, 10, 10, 30), "decisive");  // nothing left to decide
 }
 
 TEST(SequentialStop, StopsAtTheLastLookOrBeforeTheBudgetRunsOut) {
-  EXPECT_EQ(stop_reason({"inconclusive", "pass"}, 3, 4, 10, 10, 30), "max_repeats");
-  EXPECT_EQ(stop_reason({"inconclusive", "pass"}, 0, 1, 10, 10, 30), "max_repeats");
+  EXPECT_EQ(stop_reason({I, P}, 3, 4, 10, 10, 30), "max_repeats");
+  EXPECT_EQ(stop_reason({I, P}, 0, 1, 10, 10, 30), "max_repeats");
   // 25 min so far and the next look's repeats would take 6 more: past 30 minutes.
-  EXPECT_EQ(stop_reason({"inconclusive", "pass"}, 1, 4, 25 * 60, 6 * 60, 30), "max_minutes");
-  EXPECT_EQ(stop_reason({"inconclusive", "pass"}, 1, 4, 25 * 60, 4 * 60, 30), "");
+  EXPECT_EQ(stop_reason({I, P}, 1, 4, 25 * 60, 6 * 60, 30), "max_minutes");
+  EXPECT_EQ(stop_reason({I, P}, 1, 4, 25 * 60, 4 * 60, 30), "");
   // A decisive look stops as decisive even past the budget.
-  EXPECT_EQ(stop_reason({"fail", "pass"}, 1, 4, 40 * 60, 6 * 60, 30), "decisive");
+  EXPECT_EQ(stop_reason({F, P}, 1, 4, 40 * 60, 6 * 60, 30), "decisive");
 }
 
 }  // namespace

@@ -305,19 +305,19 @@ TEST(Serve, TheGateFailsAWorseP99AndPassesAnEqualOne) {
   even.baseline_s = even.variant_s = {0.30, 0.31, 0.29, 0.30, 0.32, 0.30};
   const auto c = judge(a, worse, even, s, s, GateSettings{});
   EXPECT_EQ(c[0].name, "p99 latency");
-  EXPECT_EQ(c[0].verdict, "fail");
+  EXPECT_EQ(c[0].verdict, compare::Verdict::Fail);
   EXPECT_NEAR(c[0].value_pct, 20.5, 1.0);
-  EXPECT_EQ(c[3].verdict, "pass");
+  EXPECT_EQ(c[3].verdict, compare::Verdict::Pass);
   const auto same = judge(a, a, even, s, s, GateSettings{});
-  for (const auto& k : same) EXPECT_NE(k.verdict, "fail") << k.name;
-  EXPECT_EQ(same[1].verdict, "pass");
+  for (const auto& k : same) EXPECT_NE(k.verdict, compare::Verdict::Fail) << k.name;
+  EXPECT_EQ(same[1].verdict, compare::Verdict::Pass);
   SpeedTurns slower = even;  // the variant 5% slower in every pair, give or take 0.5%
   slower.variant_s = {0.315, 0.327, 0.303, 0.316, 0.335, 0.316};
   const auto c_slow = judge(a, a, slower, s, s, GateSettings{});
-  EXPECT_EQ(c_slow[1].verdict, "fail");
+  EXPECT_EQ(c_slow[1].verdict, compare::Verdict::Fail);
   EXPECT_NEAR(c_slow[1].value_pct, -4.9, 0.3);
   const std::vector<double> off{-1.5, -2.5 + 1e-3};
-  EXPECT_EQ(judge(a, a, even, s, off, GateSettings{})[3].verdict, "fail");
+  EXPECT_EQ(judge(a, a, even, s, off, GateSettings{})[3].verdict, compare::Verdict::Fail);
 }
 
 // serve.throughput_check = "capacity": the capacity check takes the throughput check's place,
@@ -330,16 +330,16 @@ TEST(Serve, TheCapacityCheckJudgesSearchPairs) {
   auto c = judge(a, a, none, s, s, GateSettings{}, &equal);
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[1].name, "capacity");
-  EXPECT_NE(c[1].verdict, "fail");
+  EXPECT_NE(c[1].verdict, compare::Verdict::Fail);
   EXPECT_NE(c[1].detail.find("capacity at P99 <= 200 ms"), std::string::npos) << c[1].detail;
   EXPECT_NE(c[1].detail.find("over 4 search pairs"), std::string::npos) << c[1].detail;
   CapacityPairs lower{200, {300, 310, 290, 305}, {240, 251, 230, 247}};  // -20% in every pair
   c = judge(a, a, none, s, s, GateSettings{}, &lower);
-  EXPECT_EQ(c[1].verdict, "fail");
+  EXPECT_EQ(c[1].verdict, compare::Verdict::Fail);
   EXPECT_NEAR(c[1].value_pct, -19.6, 0.5);
   // No capacity at all on the variant's side (not even the lowest rate within the SLO).
   CapacityPairs none_within{200, {300, 310, 290}, {0, 0, 0}};
-  EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict, "fail");
+  EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict, compare::Verdict::Fail);
 }
 
 // An approximate change (bf16): "same math" by the scores' noise envelope, max and mean |delta|
@@ -354,13 +354,13 @@ TEST(Serve, AnApproximateChangeIsJudgedByTheScoreEnvelope) {
   e.raw = {0.003, 0.002, 0.004, 0.001};  // max 0.004, mean 0.0025
   e.noise = 0.0039, e.noise_source = "unit roundoff of bf16", e.runs = 3, e.factor = 3;
   auto c = judge(a, a, even, base, close, GateSettings{}, nullptr, &e);
-  EXPECT_EQ(c[3].verdict, "pass") << c[3].detail;  // 0.006 <= 0.012, 0.0035 <= 0.0075
+  EXPECT_EQ(c[3].verdict, compare::Verdict::Pass) << c[3].detail;  // 0.006 <= 0.012, 0.0035 <= 0.0075
   EXPECT_NE(c[3].detail.find("approximate change"), std::string::npos) << c[3].detail;
-  EXPECT_EQ(judge(a, a, even, base, close, GateSettings{})[3].verdict, "fail");  // exact: 5e-4
+  EXPECT_EQ(judge(a, a, even, base, close, GateSettings{})[3].verdict, compare::Verdict::Fail);  // exact: 5e-4
   const std::vector<double> one_far{-1.0, -2.0, -3.0, -4.013};  // max 0.013 > 3 x 0.004
-  EXPECT_EQ(judge(a, a, even, base, one_far, GateSettings{}, nullptr, &e)[3].verdict, "fail");
+  EXPECT_EQ(judge(a, a, even, base, one_far, GateSettings{}, nullptr, &e)[3].verdict, compare::Verdict::Fail);
   const std::vector<double> biased{-1.008, -2.008, -3.008, -4.008};  // max 0.008 ok, mean 0.008 not
-  EXPECT_EQ(judge(a, a, even, base, biased, GateSettings{}, nullptr, &e)[3].verdict, "fail");
+  EXPECT_EQ(judge(a, a, even, base, biased, GateSettings{}, nullptr, &e)[3].verdict, compare::Verdict::Fail);
 }
 
 std::string error_of(const std::string& text) {
