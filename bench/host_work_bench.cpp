@@ -50,7 +50,8 @@ class Quiet final : public train::StepObserver {
 };
 
 struct Counts {
-  double ops = 0, aten_ops = 0, allocs = 0, syncs_in = 0, syncs_after = 0, fills = 0, casts = 0, weight_casts = 0, params = 0;
+  double ops = 0, aten_ops = 0, allocs = 0, syncs_in = 0, syncs_after = 0, fills = 0, casts = 0,
+         weight_casts = 0, params = 0;
   std::vector<std::pair<std::string, double>> top;
   std::map<std::string, std::string> where;  // operator -> calls per step in each phase
 };
@@ -86,7 +87,8 @@ Counts count_lockstep(const std::string& dtype) {
                  std::to_string(per_phase[p] / n).substr(0, 5);
     if (getenv("HOST_WORK_ALL")) {
       where += "  <-";
-      for (const auto& [root, k] : w.roots.count(name) ? w.roots.at(name) : std::map<std::string, int64_t>{})
+      for (const auto& [root, k] :
+           w.roots.count(name) ? w.roots.at(name) : std::map<std::string, int64_t>{})
         where += " " + root + " " + std::to_string(k / n).substr(0, 5) + ";";
     }
     c.where[name] = where;
@@ -148,33 +150,34 @@ int main(int argc, char** argv) {
   std::printf("LibTorch %s here; eager's torch %s (%s)\n", TORCH_VERSION,
               eager_counts["fp32"]["torch"].get<std::string>().c_str(), python.c_str());
   std::printf("\n%-5s %-8s %9s %9s %8s %10s %10s %7s %7s %8s %12s\n", "dtype", "trainer",
-              "aten ops", "all ops", "allocs", "syncs in", "syncs aft", "fill_", "casts",
-              "w.casts", "ms/step");
+              "aten ops", "all ops", "allocs", "syncs in", "syncs aft", "fill_", "casts", "w.casts",
+              "ms/step");
   for (const auto& d : dtypes) {
     const Counts& c = counts[d];
-    std::printf("%-5s %-8s %9.0f %9.0f %8.0f %10.0f %10.0f %7.0f %7.0f %8.0f %12.2f\n",
-                d.c_str(), "lockstep", c.aten_ops, c.ops, c.allocs, c.syncs_in, c.syncs_after,
-                c.fills, c.casts, c.weight_casts, median(ms_l[d]));
+    std::printf("%-5s %-8s %9.0f %9.0f %8.0f %10.0f %10.0f %7.0f %7.0f %8.0f %12.2f\n", d.c_str(),
+                "lockstep", c.aten_ops, c.ops, c.allocs, c.syncs_in, c.syncs_after, c.fills,
+                c.casts, c.weight_casts, median(ms_l[d]));
     const auto& e = eager_counts[d];
     const auto& eo = e["ops"];
     std::printf("%-5s %-8s %9.0f %9s %8s %10s %10.0f %7.0f %7.0f %8s %12.2f\n", d.c_str(), "eager",
-                e["ops_per_step"].get<double>(), "-", "-", "-",
-                e["syncs_per_step"].get<double>(),
+                e["ops_per_step"].get<double>(), "-", "-", "-", e["syncs_per_step"].get<double>(),
                 eo.contains("aten::fill_") ? eo["aten::fill_"].get<double>() : 0.0,
                 eo.contains("aten::_to_copy") ? eo["aten::_to_copy"].get<double>() : 0.0, "-",
                 median(ms_e[d]));
   }
   std::printf("\nparameters: %.0f (weight casts per step: goal <= this)\n", counts["fp32"].params);
-  std::printf("\ngoals: Lockstep/eager ms  fp32 %.2f  bf16 %.2f  (<= 0.5);  Lockstep bf16/fp32 "
-              "ms %.2f (<= 1.1);  ops Lockstep/eager fp32 %.2f  bf16 %.2f  (< 1)\n",
-              median(ms_l["fp32"]) / median(ms_e["fp32"]),
-              median(ms_l["bf16"]) / median(ms_e["bf16"]),
-              median(ms_l["bf16"]) / median(ms_l["fp32"]),
-              counts["fp32"].aten_ops / eager_counts["fp32"]["ops_per_step"].get<double>(),
-              counts["bf16"].aten_ops / eager_counts["bf16"]["ops_per_step"].get<double>());
+  std::printf(
+      "\ngoals: Lockstep/eager ms  fp32 %.2f  bf16 %.2f  (<= 0.5);  Lockstep bf16/fp32 "
+      "ms %.2f (<= 1.1);  ops Lockstep/eager fp32 %.2f  bf16 %.2f  (< 1)\n",
+      median(ms_l["fp32"]) / median(ms_e["fp32"]), median(ms_l["bf16"]) / median(ms_e["bf16"]),
+      median(ms_l["bf16"]) / median(ms_l["fp32"]),
+      counts["fp32"].aten_ops / eager_counts["fp32"]["ops_per_step"].get<double>(),
+      counts["bf16"].aten_ops / eager_counts["bf16"]["ops_per_step"].get<double>());
   for (const auto& d : dtypes) {
-    std::printf("\nLockstep %s, operators per step (top 25), calls per step by phase:\n", d.c_str());
-    for (size_t i = 0; i < std::min<size_t>(getenv("HOST_WORK_ALL") ? 100000 : 25, counts[d].top.size()); ++i)
+    std::printf("\nLockstep %s, operators per step (top 25), calls per step by phase:\n",
+                d.c_str());
+    for (size_t i = 0;
+         i < std::min<size_t>(getenv("HOST_WORK_ALL") ? 100000 : 25, counts[d].top.size()); ++i)
       std::printf("  %-40s %8.1f  %s\n", counts[d].top[i].first.c_str(), counts[d].top[i].second,
                   counts[d].where[counts[d].top[i].first].c_str());
     std::printf("eager %s, operators per step (top 15):\n", d.c_str());

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/vocab/compare_result.h"
 #include "harness/config/config.h"
+#include "harness/vocab/compare_result.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep {

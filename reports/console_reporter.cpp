@@ -88,7 +88,8 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
     o << "\nWarnings\n";
     for (const auto& w : r.warnings) o << "  ! " << w << "\n";
   }
-  if (r.failed_arm) o << "\nRun failed\n  " << compare::to_string(*r.failed_arm) << ": " << r.failure << "\n";
+  if (r.failed_arm)
+    o << "\nRun failed\n  " << compare::to_string(*r.failed_arm) << ": " << r.failure << "\n";
 
   const auto& a = r.alignment;
   o << "\nAlignment ("

@@ -46,8 +46,9 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
     o << "<div class=\"notice\">⚠ too few repeats for a significance test: deltas are indicative "
          "only</div>\n";
   if (r.failed_arm)
-    o << "<div class=\"notice bad\"><b>Run failed:</b> " << html_escape(compare::to_string(*r.failed_arm)) << ": "
-      << html_escape(r.failure) << "</div>\n";
+    o << "<div class=\"notice bad\"><b>Run failed:</b> "
+      << html_escape(compare::to_string(*r.failed_arm)) << ": " << html_escape(r.failure)
+      << "</div>\n";
 }
 
 void config_diff(std::ostream& o, const compare::CompareResult& r) {

@@ -65,7 +65,8 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
     }
   }
   if (r.failed_arm)
-    o << "    <system-err>" << xml_escape(compare::to_string(*r.failed_arm) + (": " + r.failure)) << "</system-err>\n";
+    o << "    <system-err>" << xml_escape(compare::to_string(*r.failed_arm) + (": " + r.failure))
+      << "</system-err>\n";
   o << "  </testsuite>\n</testsuites>\n";
   return o.str();
 }

@@ -80,8 +80,8 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "> ⚠️ too few repeats for a significance test: deltas are indicative only\n";
   if (!r.warnings.empty() || r.too_few_repeats) o << "\n";
   if (r.failed_arm)
-    o << "**Run failed:** " << markdown_escape(compare::to_string(*r.failed_arm)) << " — " << markdown_escape(r.failure)
-      << "\n\n";
+    o << "**Run failed:** " << markdown_escape(compare::to_string(*r.failed_arm)) << " — "
+      << markdown_escape(r.failure) << "\n\n";
 
   if (r.mode == compare::Mode::Golden) {
     o << "**Knobs** (golden mode: no baseline config, so no changed keys): "
@@ -220,8 +220,8 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
   o << "\n**Checks**\n\n" << markdown_row({"", "Check", "Detail"}) << "|---|---|---|\n";
   for (const auto& c : r.checks)
     o << markdown_row({c.verdict == compare::Verdict::Inconclusive ? (c.passed ? "❔" : "❔❌")
-                       : c.passed                              ? "✅"
-                                                               : "❌",
+                       : c.passed                                  ? "✅"
+                                                                   : "❌",
                        markdown_escape(c.name), markdown_escape(c.detail)});
   if (r.checks.empty()) o << markdown_row({"", "(none ran)", ""});
   if (const auto unsure = text::inconclusive_summary(r); !unsure.empty())

@@ -110,8 +110,9 @@ std::string text::sequential_summary(const compare::CompareResult& r) {
                               ? "the next look would pass [gate] max_minutes = " +
                                     util::format_number("%g", r.policy.max_minutes)
                               : "a run failed";
-  const bool any_fail = std::any_of(last.verdicts.begin(), last.verdicts.end(),
-                                    [](const auto& v) { return v.second == compare::Verdict::Fail; });
+  const bool any_fail = std::any_of(last.verdicts.begin(), last.verdicts.end(), [](const auto& v) {
+    return v.second == compare::Verdict::Fail;
+  });
   const size_t planned = r.policy.looks().size();
   return "repeats \"auto\": stopped at look " + std::to_string(s.looks.size()) + " of " +
          std::to_string(planned) + " (" + util::count_of(last.repeats, "repeat") +
@@ -166,8 +167,7 @@ std::string text::inconclusive_summary(const compare::CompareResult& r) {
   if (n == 0) return "";
   return util::count_of(n, "timing check") + " inconclusive (could not tell; on_inconclusive = " +
          std::string(gate::to_string(r.policy.on_inconclusive)) +
-         (r.policy.inconclusive_passes() ? ": passes" : ": fails") +
-         ")";
+         (r.policy.inconclusive_passes() ? ": passes" : ": fails") + ")";
 }
 
 }  // namespace lockstep::reports

@@ -156,9 +156,9 @@ std::string serve_compare_html(const ServeHtmlInput& in) {
     const std::string unit = c.name == "slo attainment" ? " pts" : "%";
     o << "<tr>" << td(html_escape(c.name)) << verdict_cell(compare::to_string(c.verdict))
       << td(html_escape(fmt("%+.2f", c.value_pct) + unit), true)
-      << td(c.ci.valid() ? html_escape("[" + fmt("%+.2f", c.ci.lo) + ", " + fmt("%+.2f", c.ci.hi) +
-                                       "]")
-                         : "-",
+      << td(c.ci.valid()
+                ? html_escape("[" + fmt("%+.2f", c.ci.lo) + ", " + fmt("%+.2f", c.ci.hi) + "]")
+                : "-",
             true)
       << td(html_escape(fmt("%.3g", c.p)), true) << td(html_escape(c.detail)) << "</tr>\n";
   }

@@ -91,7 +91,8 @@ std::string serve_compare_markdown(const std::vector<serve::ServeCheck>& checks,
   std::string out = std::string("## Serving comparison: ") + (passed ? "PASS" : "FAIL") + "\n\n";
   out += std::to_string(windows) + " window pairs, taken in turns (AB, BA, ...), the same "
          "arrivals in each pair.\n\n| check | verdict | detail |\n|---|---|---|\n";
-  for (const auto& c : checks) out += "| " + c.name + " | " + compare::to_string(c.verdict) + " | " + c.detail + " |\n";
+  for (const auto& c : checks)
+    out += "| " + c.name + " | " + compare::to_string(c.verdict) + " | " + c.detail + " |\n";
   out += "\n### Baseline\n\n" + serve_table(baseline, true) + "\nTail: " + baseline_tail.sentence +
          ".\n\n### Variant\n\n" + serve_table(variant, true) + "\nTail: " + variant_tail.sentence +
          ".\n";

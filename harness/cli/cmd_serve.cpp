@@ -16,8 +16,8 @@
 
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
-#include "harness/compare/request.h"
 #include "harness/compare/comparison_stats.h"
+#include "harness/compare/request.h"
 #include "harness/config/config.h"
 #include "harness/finish.h"
 #include "harness/history/store.h"
@@ -192,7 +192,8 @@ history::ServeCompareRecord serve_compare_record(const config::Config& a, const 
   h.passed = passed;
   h.exit_code = passed ? kExitPass : kExitGateFailed;
   for (const auto& c : r.checks) {
-    h.checks.push_back({{"name", c.name}, {"passed", c.verdict != compare::Verdict::Fail}, {"detail", c.detail}});
+    h.checks.push_back(
+        {{"name", c.name}, {"passed", c.verdict != compare::Verdict::Fail}, {"detail", c.detail}});
     if (c.name == "throughput" || c.name == "capacity") h.throughput_pct = finite(c.value_pct);
     if (c.name == "p99 latency") h.p99_pct = finite(c.value_pct);
   }

@@ -294,8 +294,7 @@ void summarise_arm(CompareResult& r, ArmResult& arm) {
     const std::string src = arm.repeats.empty() ? "" : arm.repeats.front().peak_flops_source;
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * *arm.mfu);
-    r.warnings.push_back("the " + arm.label + " arm's MFU is " + pct + " of its own peak (" +
-                         src +
+    r.warnings.push_back("the " + arm.label + " arm's MFU is " + pct + " of its own peak (" + src +
                          "): the peak is below what the arm achieved, so it is stale or was "
                          "measured under load; its MFU figures are not to be trusted until "
                          "`lockstep calibrate` measures the peak again on an idle machine");
@@ -316,11 +315,10 @@ void summarise_arm(CompareResult& r, ArmResult& arm) {
 // The arms' deltas (throughput, MFU, P50, the tail) and the power of the timing checks.
 void timing_deltas(const ComparisonPlan& plan, CompareResult& r) {
   r.delta.tokens_per_sec_pct =
-      plan.steps_in_turns()
-          ? paired_throughput_delta(r.baseline.tokens_per_sec_repeats,
-                                    r.variant.tokens_per_sec_repeats, r.policy)
-          : throughput_delta(r.baseline.tokens_per_sec_repeats, r.variant.tokens_per_sec_repeats,
-                             r.policy);
+      plan.steps_in_turns() ? paired_throughput_delta(r.baseline.tokens_per_sec_repeats,
+                                                      r.variant.tokens_per_sec_repeats, r.policy)
+                            : throughput_delta(r.baseline.tokens_per_sec_repeats,
+                                               r.variant.tokens_per_sec_repeats, r.policy);
   r.delta.mfu_pts = mfu_delta(r.baseline.mfu_repeats, r.variant.mfu_repeats, r.policy);
   r.delta.mfu_common_pts =
       mfu_delta(r.baseline.mfu_common_repeats, r.variant.mfu_common_repeats, r.policy);
@@ -330,9 +328,9 @@ void timing_deltas(const ComparisonPlan& plan, CompareResult& r) {
       latency_delta(r.baseline.step_ms_repeats, r.variant.step_ms_repeats, r.tail.q, r.policy);
   // The MDEs at the strictest level a check of the Holm family faces (alpha / checks): the
   // smallest effect this comparison could have failed a check on.
-  r.power = timing_power(r.baseline, r.variant, r.tail.q,
-                         r.policy.check_level() / timing_family_size(r.policy),
-                         plan.steps_in_turns());
+  r.power =
+      timing_power(r.baseline, r.variant, r.tail.q,
+                   r.policy.check_level() / timing_family_size(r.policy), plan.steps_in_turns());
 }
 
 }  // namespace

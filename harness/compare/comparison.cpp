@@ -6,10 +6,10 @@
 #include "harness/compare/analyse.h"
 #include "harness/compare/conformance_stage.h"
 #include "harness/compare/execute.h"
-#include "harness/gate/gate.h"
 #include "harness/compare/plan.h"
 #include "harness/compare/sequential.h"
 #include "harness/compare/swap_hint.h"
+#include "harness/gate/gate.h"
 #include "harness/runs/run_folder.h"
 
 namespace lockstep::compare {

@@ -89,11 +89,10 @@ std::string judge_by_envelope(Alignment& a, const std::vector<double>& b, int64_
                   "approximate knob: |delta| %.2e at step %lld is %s %g x the noise envelope "
                   "%.2e (%lld runs, weight noise %s), and the mean |delta| %.2e over steps "
                   "%lld-%lld is %s %g x its mean %.2e%s",
-                  a.abs_diff, static_cast<long long>(a.check_step),
-                  e.inside ? "within" : "outside", e.factor, e.at_check,
-                  static_cast<long long>(e.runs), e.noise_source.c_str(), a.curve.value,
-                  static_cast<long long>(a.curve.from_step), static_cast<long long>(n),
-                  a.curve.passed ? "within" : "outside", e.factor,
+                  a.abs_diff, static_cast<long long>(a.check_step), e.inside ? "within" : "outside",
+                  e.factor, e.at_check, static_cast<long long>(e.runs), e.noise_source.c_str(),
+                  a.curve.value, static_cast<long long>(a.curve.from_step),
+                  static_cast<long long>(n), a.curve.passed ? "within" : "outside", e.factor,
                   a.curve.bound / e.factor,
                   a.equal_to_3dp ? "; equal to three decimals" : "; not equal to three decimals");
   a.envelope = std::move(e);
@@ -202,7 +201,8 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
     a.explanation = judge_by_envelope(a, b, n, *envelope);
   else if (klass == config::Knob::Approximate && band && band->losses.size() >= 2)
     a.explanation = judge_by_band(a, *band);
-  else if (klass == config::Knob::None)  // declared by the variant ([gate] alignment): shown, not judged
+  else if (klass ==
+           config::Knob::None)  // declared by the variant ([gate] alignment): shown, not judged
     a.explanation = shown_not_judged(a);
   else
     a.explanation = judge_by_tolerance(a, tol, n);

@@ -7,9 +7,9 @@
 
 #include "harness/compare/comparison_stats.h"
 #include "harness/compare/golden_mode.h"
-#include "harness/util/exit_codes.h"
 #include "harness/external/external_config.h"
 #include "harness/registry/catalog.h"
+#include "harness/util/exit_codes.h"
 #include "harness/util/process.h"
 #include "harness/vocab/trainer_protocol.h"
 #include "variants/precision_traits.h"
@@ -261,8 +261,9 @@ struct CheckPlanning {
 
 // What an external trainer lacks, said once per arm; the consequences follow where they apply.
 void warn_lacking(ComparisonPlan& p, const CheckPlanning& c) {
-  for (const auto& [who, t] : {std::pair<const char*, const TrainerProtocol*>{"baseline", &c.btrainer},
-                               {"variant", &c.vtrainer}}) {
+  for (const auto& [who, t] :
+       {std::pair<const char*, const TrainerProtocol*>{"baseline", &c.btrainer},
+        {"variant", &c.vtrainer}}) {
     if (!t->external || t->lacks().empty() || (p.mode == Mode::Golden && who[0] == 'b')) continue;
     std::string lacks;
     for (auto cap : t->lacks()) lacks += (lacks.empty() ? "" : ", ") + std::string(to_string(cap));
@@ -295,16 +296,15 @@ void plan_interleave(ComparisonPlan& p, const CheckPlanning& c) {
                         "repeats run one after the other";
   else if (!c.both(Capability::Turns))
     p.interleave_note = c.lacking(Capability::Turns) + " announced no turns (" +
-                        c.protocol_of(Capability::Turns) +
-                        "): the repeats run one after the other";
+                        c.protocol_of(Capability::Turns) + "): the repeats run one after the other";
   else
     p.interleave = Interleave::Step;
   // Both runs of a pair on the same CPUs, rank r of each on the r-th run.threads of those this
   // process may use: the cores of a VM differ in speed from moment to moment, and a run stays on
   // the core it started on.
   p.turn_ranks = static_cast<int>(branks);
-  const auto threads = static_cast<size_t>(
-      std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
+  const auto threads =
+      static_cast<size_t>(std::max(bcfg.integer("run.threads"), vcfg.integer("run.threads")));
   const std::vector<int> cpus = util::allowed_cpus();
   if (p.steps_in_turns() && cpus.size() >= threads * static_cast<size_t>(branks))
     for (size_t r = 0; r < static_cast<size_t>(branks); ++r)
@@ -333,8 +333,8 @@ bool plan_envelope(ComparisonPlan& p, const CompareRequest& req, const CheckPlan
     // Only its losses are read: no profile window (no Kineto, no trace) in this process.
     auto sets = with_noise(c.bsets, p.envelope_noise, k);
     sets.push_back("profile.window=0");
-    p.alignment.push_back(
-        arm_run(Arm::Baseline, Role::Envelope, c.seed, label, req.baseline, std::move(sets), c.arms / label, 0));
+    p.alignment.push_back(arm_run(Arm::Baseline, Role::Envelope, c.seed, label, req.baseline,
+                                  std::move(sets), c.arms / label, 0));
     p.alignment.back().noise_seed = k;
   }
   return true;
@@ -430,9 +430,10 @@ void plan_timing(ComparisonPlan& p, const CompareRequest& req, const CheckPlanni
       const bool is_b = (k == 0) == baseline_first;
       char name[64];
       std::snprintf(name, sizeof name, "%02d-%s", ++idx, is_b ? "baseline" : "variant");
-      p.timing.push_back(is_b ? arm_run(Arm::Baseline, Role::Timing, c.seed, "baseline", req.baseline,
-                                        c.bsets, c.arms / "timing" / name, window)
-                              : arm_run(Arm::Variant, Role::Timing, p.variant_config.integer("run.seed"), "variant",
+      p.timing.push_back(is_b ? arm_run(Arm::Baseline, Role::Timing, c.seed, "baseline",
+                                        req.baseline, c.bsets, c.arms / "timing" / name, window)
+                              : arm_run(Arm::Variant, Role::Timing,
+                                        p.variant_config.integer("run.seed"), "variant",
                                         req.variant, c.vsets, c.arms / "timing" / name, window));
     }
   }
@@ -443,8 +444,12 @@ void plan_timing(ComparisonPlan& p, const CompareRequest& req, const CheckPlanni
 void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProtocol& btrainer,
                  const TrainerProtocol& vtrainer) {
   auto [bsets, vsets] = arm_sets(req);
-  const CheckPlanning c{std::move(bsets), std::move(vsets), fs::path(req.out_dir) / "arms",
-                        p.baseline_config.integer("run.seed"), btrainer, vtrainer,
+  const CheckPlanning c{std::move(bsets),
+                        std::move(vsets),
+                        fs::path(req.out_dir) / "arms",
+                        p.baseline_config.integer("run.seed"),
+                        btrainer,
+                        vtrainer,
                         btrainer.external || vtrainer.external};
   p.baseline_trainer = btrainer;
   p.variant_trainer = vtrainer;

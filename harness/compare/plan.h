@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "harness/compare/request.h"
-#include "harness/vocab/compare_kinds.h"
 #include "harness/config/config.h"
+#include "harness/runs/child_run.h"
+#include "harness/vocab/compare_kinds.h"
 #include "harness/vocab/gate_policy.h"
 #include "harness/vocab/trainer_protocol.h"
-#include "harness/runs/child_run.h"
 
 namespace lockstep::compare {
 

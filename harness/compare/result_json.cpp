@@ -332,7 +332,8 @@ json to_json(const CompareResult& r) {
           {"interleave_note", str_or_null(r.interleave_note)},
           {"conformance", conformance_json(r)},
           {"trainer_protocol",
-           {{"baseline", trainer_json(r.baseline_trainer)}, {"variant", trainer_json(r.variant_trainer)}}},
+           {{"baseline", trainer_json(r.baseline_trainer)},
+            {"variant", trainer_json(r.variant_trainer)}}},
           {"throughput_test", r.interleave == Interleave::Step
                                   ? "paired t-test of the pairs' log tokens/s ratios"
                                   : "Mann-Whitney U over the repeats' tokens/s"},

@@ -22,7 +22,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 std::string stop_reason(const std::vector<Verdict>& verdicts, size_t look, size_t looks,
                         double elapsed_s, double next_s, double max_minutes) {
-  const bool any_fail = std::find(verdicts.begin(), verdicts.end(), Verdict::Fail) != verdicts.end();
+  const bool any_fail =
+      std::find(verdicts.begin(), verdicts.end(), Verdict::Fail) != verdicts.end();
   const bool all_decided = std::all_of(verdicts.begin(), verdicts.end(), decided);
   if (any_fail || all_decided) return "decisive";
   if (look + 1 >= looks) return "max_repeats";

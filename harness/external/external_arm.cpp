@@ -88,7 +88,8 @@ int probe_arm(const config::Config& cfg, const fs::path& out, const std::string&
   }
   std::sort(found.begin(), found.end());  // step-%08d: by step
   if (found.empty())
-    throw UsageError(probe_run + ": no checkpoints/step-NNNNNNNN to probe (the trainer writes them "
+    throw UsageError(probe_run +
+                     ": no checkpoints/step-NNNNNNNN to probe (the trainer writes them "
                      "at LOCKSTEP_CHECKPOINT_STEPS when it announces \"probe\")");
   fs::create_directories(out);
   folder.write_config(cfg.to_toml());
@@ -105,12 +106,13 @@ int probe_arm(const config::Config& cfg, const fs::path& out, const std::string&
                                  std::to_string(rec.steps.size()) + " steps, " +
                                  std::to_string(found.size()) + " checkpoints were probed");
       if (rec.buckets != train::kProbeBuckets)
-        throw std::runtime_error((out / "probe.json").string() + ": buckets = " +
-                                 std::to_string(rec.buckets) + ", the probe's sketch has " +
-                                 std::to_string(train::kProbeBuckets));
+        throw std::runtime_error(
+            (out / "probe.json").string() + ": buckets = " + std::to_string(rec.buckets) +
+            ", the probe's sketch has " + std::to_string(train::kProbeBuckets));
       if (!quiet)
         std::cout << "probed " << rec.steps.size() << " checkpoints of " << probe_run << ", "
-                  << rec.tensors.size() << " tensors each: " << (out / "probe.json").string() << "\n";
+                  << rec.tensors.size() << " tensors each: " << (out / "probe.json").string()
+                  << "\n";
       return kExitPass;
     } catch (const std::exception& e) {
       failure = std::string("external trainer's probe: ") + e.what();

@@ -46,7 +46,8 @@ std::string verdict_phrase(compare::Verdict verdict, bool clear, bool too_few,
                           : clear ? "the CI clears the bound, but the change is not "
                                     "significant after Holm"
                                    : "the CI straddles the bound";
-  return "inconclusive: " + why + " ([gate] on_inconclusive = \"" + to_string(on_inconclusive) + "\")";
+  return "inconclusive: " + why + " ([gate] on_inconclusive = \"" + to_string(on_inconclusive) +
+         "\")";
 }
 
 // Which arm failed, for the "runs completed" detail ("" when none is named).
@@ -74,8 +75,11 @@ bool conformance_check(CompareResult& r) {
     detail = "the check did not run: " + r.conformance_failure;
   } else if (ok) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%zu kernel(s), %zu checks against the exact math, all within c x the built-in's error (%.1f s)",
-                  r.conformance->kernels.size(), r.conformance->rows.size(), r.conformance->seconds);
+    std::snprintf(buf, sizeof buf,
+                  "%zu kernel(s), %zu checks against the exact math, all within c x the built-in's "
+                  "error (%.1f s)",
+                  r.conformance->kernels.size(), r.conformance->rows.size(),
+                  r.conformance->seconds);
     detail = buf;
   } else {
     detail = r.conformance->worst()->verdict_line();
@@ -86,9 +90,10 @@ bool conformance_check(CompareResult& r) {
 
 void runs_check(CompareResult& r, bool runs_ok) {
   Check c{CheckKind::RunsCompleted, runs_ok,
-          r.mode == compare::Mode::Golden ? "the variant ran to the end (golden mode: the other side is the "
-                               "golden file's curve)"
-                             : "both arms ran to the end"};
+          r.mode == compare::Mode::Golden
+              ? "the variant ran to the end (golden mode: the other side is the "
+                "golden file's curve)"
+              : "both arms ran to the end"};
   if (!runs_ok) c.detail = failed_arm_text(r) + " failed: " + r.failure;
   r.checks.push_back(c);
 }
@@ -96,9 +101,8 @@ void runs_check(CompareResult& r, bool runs_ok) {
 void determinism_checks(CompareResult& r) {
   if (!r.determinism.checked) return;
   r.checks.push_back(Check{CheckKind::BaselineDeterministic, r.determinism.baseline_ok,
-                           r.determinism.baseline_ok
-                               ? "repeats reproduce the full run bit for bit"
-                               : "not trustworthy: " + r.determinism.detail});
+                           r.determinism.baseline_ok ? "repeats reproduce the full run bit for bit"
+                                                     : "not trustworthy: " + r.determinism.detail});
   r.checks.push_back(Check{CheckKind::VariantDeterministic, r.determinism.variant_ok,
                            r.determinism.variant_ok ? "repeats reproduce the full run bit for bit"
                                                     : r.determinism.detail});
@@ -107,10 +111,13 @@ void determinism_checks(CompareResult& r) {
 // A workload change has no alignment verdict (harness/compare/workload_change.h).
 void alignment_check(CompareResult& r, bool runs_ok) {
   if (runs_ok && r.alignment.applicable)
-    r.checks.push_back(Check{CheckKind::LossAlignment, r.alignment.aligned, r.alignment.explanation});
+    r.checks.push_back(
+        Check{CheckKind::LossAlignment, r.alignment.aligned, r.alignment.explanation});
 }
 
-double p_of(const Delta& d) { return d.known ? d.p_value : NAN; }
+double p_of(const Delta& d) {
+  return d.known ? d.p_value : NAN;
+}
 
 // The timing checks: one family, Holm-corrected over throughput, the tail check and min speedup
 // (when set), in that order (adj).
@@ -127,15 +134,15 @@ struct TimingFamily {
            bool clear, const std::string& detail) {
     // A pass needs a CI worth the name: from 2-4 repeats the bootstrap's is not (too_few).
     const bool too_few = pass && !fail && r.too_few_repeats;
-    const Verdict verdict = fail                ? Verdict::Fail
+    const Verdict verdict = fail               ? Verdict::Fail
                             : pass && !too_few ? Verdict::Pass
                                                : Verdict::Inconclusive;
-    Check c{kind,
-            verdict == Verdict::Pass ||
-                (verdict == Verdict::Inconclusive && p.inconclusive_passes()),
-            detail + "; " + verdict_phrase(verdict, clear, too_few, p.on_inconclusive) + "; " +
-                mde_phrase(mde, r.power) + inconclusive,
-            verdict};
+    Check c{
+        kind,
+        verdict == Verdict::Pass || (verdict == Verdict::Inconclusive && p.inconclusive_passes()),
+        detail + "; " + verdict_phrase(verdict, clear, too_few, p.on_inconclusive) + "; " +
+            mde_phrase(mde, r.power) + inconclusive,
+        verdict};
     c.timing = true;
     c.p_value = p_of(d);
     c.p_adjusted = p_adj;
@@ -166,10 +173,9 @@ void tail_latency_check(TimingFamily& f) {
   const bool fail = f.significant(l, f.adj[1]) && l.ci_lo > p.max_p99_regression_pct;
   const bool pass = ci_valid(l) && l.ci_hi <= p.max_p99_regression_pct;
   const std::string what =
-      f.r.tail.is_p99()
-          ? "P99 step time (n=" + f.r.tail.n_per_arm() + " per arm)"
-          : "step time " + f.r.tail.label + " per arm (too few for a P99: it needs " +
-                std::to_string(p.p99_min_samples) + ")";
+      f.r.tail.is_p99() ? "P99 step time (n=" + f.r.tail.n_per_arm() + " per arm)"
+                        : "step time " + f.r.tail.label + " per arm (too few for a P99: it needs " +
+                              std::to_string(p.p99_min_samples) + ")";
   f.add(CheckKind::P99Latency, l, f.adj[1], f.r.power.p99_mde_pct, fail, pass,
         ci_valid(l) && l.ci_lo > p.max_p99_regression_pct,
         what + " " + fmt_delta(l, "%", f.adj[1], p) +

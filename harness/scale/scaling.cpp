@@ -83,8 +83,7 @@ std::optional<Mode> parse_mode(const std::string& word) {
   return std::nullopt;
 }
 
-std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs,
-                                    int64_t base_batch) {
+std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs, int64_t base_batch) {
   std::vector<int> ns = nprocs;
   std::sort(ns.begin(), ns.end());
   std::vector<ScalePoint> out;
@@ -191,7 +190,8 @@ void finish_result(ScaleResult& r) {
   for (const auto& s : r.series) {
     if (s.fit.superlinear || s.fit.slowdown || s.fit.poor)
       for (const auto& n : s.fit.notes)
-        if (n.rfind("two rank counts", 0) != 0) r.warnings.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
+        if (n.rfind("two rank counts", 0) != 0)
+          r.warnings.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
   }
 
   r.notes.push_back(
@@ -202,11 +202,13 @@ void finish_result(ScaleResult& r) {
   for (const auto& s : r.series) {
     for (const auto& p : s.points) {
       if (p.status == "skipped")
-        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) + " skipped: " + p.note);
+        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) +
+                          " skipped: " + p.note);
       if (!p.shared_with.empty())
-        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) + " is the same run as " +
-                          p.shared_with + " N=" + std::to_string(p.n) + " (global batch " +
-                          std::to_string(p.global_batch) + "): measured once, shared");
+        r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) +
+                          " is the same run as " + p.shared_with + " N=" + std::to_string(p.n) +
+                          " (global batch " + std::to_string(p.global_batch) +
+                          "): measured once, shared");
     }
     int first_planned = 0;
     for (const auto& p : s.points)
@@ -219,11 +221,13 @@ void finish_result(ScaleResult& r) {
           to_string(s.mode) + (": N=" + std::to_string(first_planned)) +
           " has no measurement, so speed-ups are relative to N=" + std::to_string(s.ref_n));
     if (!s.fit.ok)
-      for (const auto& n : s.fit.notes) r.notes.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
+      for (const auto& n : s.fit.notes)
+        r.notes.push_back(to_string(s.mode) + std::string(" Amdahl fit: ") + n);
   }
   std::string exact;
   for (const auto& s : r.series)
-    if (s.fit.ok && s.fit.sizes == 2) exact += (exact.empty() ? "" : " and ") + std::string(to_string(s.mode));
+    if (s.fit.ok && s.fit.sizes == 2)
+      exact += (exact.empty() ? "" : " and ") + std::string(to_string(s.mode));
   if (!exact.empty())
     r.notes.push_back("the " + exact + " Amdahl fit" +
                       (exact.find(" and ") != std::string::npos ? "s use" : " uses") +
@@ -289,8 +293,9 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     r.steps_timed = timed;
   }
 
-  const std::vector<Mode> modes =
-      req.mode == Mode::Both ? std::vector<Mode>{Mode::Strong, Mode::Weak} : std::vector<Mode>{req.mode};
+  const std::vector<Mode> modes = req.mode == Mode::Both
+                                      ? std::vector<Mode>{Mode::Strong, Mode::Weak}
+                                      : std::vector<Mode>{req.mode};
   std::vector<Job> jobs;
   std::map<std::pair<int, int64_t>, size_t> job_of;
   std::map<std::pair<Mode, int>, size_t> point_job;
@@ -331,7 +336,8 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     std::string why;
     for (const auto& s : r.series)
       for (const auto& p : s.points)
-        why += "\n  " + std::string(to_string(s.mode)) + " N=" + std::to_string(p.n) + ": " + p.note;
+        why +=
+            "\n  " + std::string(to_string(s.mode)) + " N=" + std::to_string(p.n) + ": " + p.note;
     throw UsageError("no rank count can run:" + why);
   }
 

@@ -58,15 +58,14 @@ struct ScalePoint {
 };
 
 struct ScaleSeries {
-  Mode mode = Mode::Strong;  // Strong | Weak
+  Mode mode = Mode::Strong;        // Strong | Weak
   std::vector<ScalePoint> points;  // in ascending n
   int ref_n = 0;  // the smallest measured n (speed-ups are relative to it); 0 if none
   AmdahlFit fit;
 };
 
 // The points of a series before anything runs: batch sizes, micro-batches, divisibility skips.
-std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs,
-                                    int64_t base_batch);
+std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs, int64_t base_batch);
 
 // Medians, speed-ups, efficiencies and the Amdahl fit from the points' repeats.
 void finish_series(ScaleSeries& s);

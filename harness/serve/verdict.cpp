@@ -94,7 +94,12 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
 
   std::vector<ServeCheck> out;
   {
-    ServeCheck c{"p99 latency", Verdict::Inconclusive, 100 * std::expm1(t_p99.mean), to_pct(t_p99.ci), adj[0], ""};
+    ServeCheck c{"p99 latency",
+                 Verdict::Inconclusive,
+                 100 * std::expm1(t_p99.mean),
+                 to_pct(t_p99.ci),
+                 adj[0],
+                 ""};
     const bool fail = adj[0] < g.alpha;
     const bool pass = !fail && t_p99.ci.hi <= red;
     c.verdict = timing_verdict(fail, pass);
@@ -103,8 +108,12 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     out.push_back(c);
   }
   {
-    ServeCheck c{capacity ? "capacity" : "throughput", Verdict::Inconclusive, 100 * std::expm1(t_thr.mean),
-                 to_pct(t_thr.ci), adj[1], ""};
+    ServeCheck c{capacity ? "capacity" : "throughput",
+                 Verdict::Inconclusive,
+                 100 * std::expm1(t_thr.mean),
+                 to_pct(t_thr.ci),
+                 adj[1],
+                 ""};
     const bool fail = adj[1] < g.alpha;
     const bool pass = !fail && t_thr.ci.lo >= floor;
     c.verdict = timing_verdict(fail, pass);
@@ -125,8 +134,9 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     out.push_back(c);
   }
   {
-    ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * t_slo.mean,
-                 stats::Interval{100 * t_slo.ci.lo, 100 * t_slo.ci.hi}, adj[2], ""};
+    ServeCheck c{"slo attainment", Verdict::Inconclusive,
+                 100 * t_slo.mean, stats::Interval{100 * t_slo.ci.lo, 100 * t_slo.ci.hi},
+                 adj[2],           ""};
     const bool fail = adj[2] < g.alpha;
     const bool pass = !fail && (t_slo.ci.lo >= 0 || t_slo.sd == 0);
     c.verdict = timing_verdict(fail, pass);

@@ -1,7 +1,8 @@
 // The comparison's vocabulary as types: how a comparison runs (Mode), what each run is for
-// (Arm, Role), how the loss alignment is judged (Rule), how a timing pair runs (Interleave), what a check found (Verdict), what it judges (CheckKind). The knob
-// class is config::Knob. Text only at the JSON and report boundary: to_string() gives the exact
-// words report.json has always carried (docs/report-schema.md).
+// (Arm, Role), how the loss alignment is judged (Rule), how a timing pair runs (Interleave), what a
+// check found (Verdict), what it judges (CheckKind). The knob class is config::Knob. Text only at
+// the JSON and report boundary: to_string() gives the exact words report.json has always carried
+// (docs/report-schema.md).
 #pragma once
 
 #include <string>
@@ -37,8 +38,12 @@ enum class CheckKind {
 };
 
 // Passed or failed, not inconclusive.
-inline bool decided(Verdict v) { return v != Verdict::Inconclusive; }
-inline Verdict verdict_from(bool passed) { return passed ? Verdict::Pass : Verdict::Fail; }
+inline bool decided(Verdict v) {
+  return v != Verdict::Inconclusive;
+}
+inline Verdict verdict_from(bool passed) {
+  return passed ? Verdict::Pass : Verdict::Fail;
+}
 
 inline const char* to_string(Arm a) {
   return a == Arm::Baseline ? "baseline" : "variant";

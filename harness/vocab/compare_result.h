@@ -26,7 +26,7 @@ struct ArmResult {
   std::string config_path;
   std::vector<PluginRef> plugins;  // the plugin files its config loads, with their SHA-256
   RunStatus status = RunStatus::Ok;  // Ok or the failed run's (Nonfinite, Failed, Crashed, ...)
-  std::string failure;  // one line, when status != Ok
+  std::string failure;               // one line, when status != Ok
   bool ok() const { return status == RunStatus::Ok; }
   // Stopped on its config (e.g. fp16 on a CPU): the user's input, not a crash.
   bool config_error() const { return status == RunStatus::ConfigError; }

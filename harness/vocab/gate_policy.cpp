@@ -219,8 +219,8 @@ std::string Policy::describe() const {
                          : "one run after the other")
     << " (interleave = \"" << interleave << "\")\n"
     << "tail statistic: P99 from " << p99_min_samples
-    << " pooled timed steps per arm, else the maximum (" << util::count_of(timing_steps, "timed step")
-    << " per repeat)\n"
+    << " pooled timed steps per arm, else the maximum ("
+    << util::count_of(timing_steps, "timed step") << " per repeat)\n"
     << "inconclusive timing check (CI straddles its bound): " << to_string(on_inconclusive);
   return o.str();
 }

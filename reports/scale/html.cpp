@@ -40,7 +40,8 @@ std::string ScaleHtmlReporter::render(const scale::ScaleResult& r) const {
 
   if (const auto* h = r.headline()) {
     const auto& f = h->fit;
-    o << "<section><h2>Amdahl's law (" << html_escape(scale::to_string(h->mode)) << " scaling)</h2>\n";
+    o << "<section><h2>Amdahl's law (" << html_escape(scale::to_string(h->mode))
+      << " scaling)</h2>\n";
     if (f.ok) {
       o << "<p><span class=\"big\">P = " << fixed(f.p, 3)
         << "</span> <span class=\"muted\">parallel fraction";

@@ -71,7 +71,8 @@ Plot scale_plot(const scale::ScaleResult& r) {
     const bool main = &ser == h;
     add(fn + "(x) with lines lw " + (main ? "2" : "1.5") + " lc rgb '" +
         (main ? kFitColor : kWeakColor) + "'" + (main ? "" : " dt 3") + " title " +
-        gnuplot_quote("Amdahl fit (" + std::string(scale::to_string(ser.mode)) + "), P = " + fixed(f.p, 3)));
+        gnuplot_quote("Amdahl fit (" + std::string(scale::to_string(ser.mode)) +
+                      "), P = " + fixed(f.p, 3)));
   }
   if (h && h->fit.ok) {
     std::string d;

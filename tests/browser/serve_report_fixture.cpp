@@ -96,9 +96,11 @@ int main(int argc, char** argv) {
     const std::filesystem::path dir = argv[1];
     std::filesystem::create_directories(dir);
     const auto cfg = fixture_config();
-    serve::ServeCheck p99{"p99 latency", compare::Verdict::Fail, 180.0, {120.0, 260.0}, 0.001, "P99 +180%"};
-    serve::ServeCheck capacity{"capacity", compare::Verdict::Fail, -18.0, {-25.0, -11.0}, 0.004,
-                               "capacity at P99 <= 200 ms -18.00% over 3 search pairs"};
+    serve::ServeCheck p99{"p99 latency", compare::Verdict::Fail, 180.0, {120.0, 260.0}, 0.001,
+                          "P99 +180%"};
+    serve::ServeCheck capacity{"capacity", compare::Verdict::Fail,
+                               -18.0,      {-25.0, -11.0},
+                               0.004,      "capacity at P99 <= 200 ms -18.00% over 3 search pairs"};
     reports::ServeHtmlInput in{{p99, capacity}, false, 5, cfg.slo_ms,
                                arm(cfg, "baseline", 1.5, 0, 380), arm(cfg, "variant", 6.0, 3, 310)};
     std::ofstream(dir / "report.html") << reports::serve_compare_html(in);

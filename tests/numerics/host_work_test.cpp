@@ -51,8 +51,8 @@ int64_t in(const train::HostWork& w, const std::string& op, Phase p) {
 }
 
 TEST(HostWork, TheStepsOnlyHostSyncsAreTheTwoReadsAfterIt) {
-  for (const auto& [compute, accum] : std::vector<std::pair<std::string, int64_t>>{
-           {"fp32", 1}, {"fp32", 2}, {"bf16", 2}}) {
+  for (const auto& [compute, accum] :
+       std::vector<std::pair<std::string, int64_t>>{{"fp32", 1}, {"fp32", 2}, {"bf16", 2}}) {
     SCOPED_TRACE(compute + " grad_accum " + std::to_string(accum));
     const auto c = run(tiny(compute, accum), true);
     ASSERT_EQ(c.work.steps, 2);

@@ -242,7 +242,8 @@ TEST(JsonReport, CarriesTheValues) {
 // with its n, MFU against one common peak, and the on_inconclusive rule that decided the exit.
 TEST(JsonReport, CarriesPowerVerdictsTailAndCommonPeak) {
   auto r = testing::make_compare_result();
-  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "tokens/s ...", compare::Verdict::Inconclusive});
+  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "tokens/s ...",
+                                    compare::Verdict::Inconclusive});
   r.checks.back().p_value = 0.03;
   r.checks.back().p_adjusted = 0.06;
   r.checks.back().mde_pct = 2.31;
@@ -293,7 +294,9 @@ TEST(JsonReport, AutoRepeatsRecordTheLooksAndTheirLevel) {
   using compare::CheckKind;
   using compare::Verdict;
   r.sequential.looks = {
-      {6, 1.5, {{CheckKind::Throughput, Verdict::Inconclusive}, {CheckKind::P99Latency, Verdict::Pass}}},
+      {6,
+       1.5,
+       {{CheckKind::Throughput, Verdict::Inconclusive}, {CheckKind::P99Latency, Verdict::Pass}}},
       {12, 2.75, {{CheckKind::Throughput, Verdict::Pass}, {CheckKind::P99Latency, Verdict::Pass}}}};
   r.sequential.stopped = "decisive";
   json j = render_json(r);
@@ -348,7 +351,8 @@ TEST(Reports, NameTheTailStatisticShowBothMfusAndThePower) {
               std::string::npos)
         << *out;
   }
-  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "straddles", compare::Verdict::Inconclusive});
+  r.checks.push_back(compare::Check{compare::CheckKind::Throughput, true, "straddles",
+                                    compare::Verdict::Inconclusive});
   const std::string c2 = ConsoleReporter().render(r);
   EXPECT_NE(c2.find("? throughput"), std::string::npos);
   EXPECT_NE(c2.find("1 timing check inconclusive (could not tell; on_inconclusive = pass: passes)"),
@@ -484,7 +488,8 @@ TEST(JsonReport, UnknownAndAbsentValues) {
 
 TEST(JunitReport, OneTestcasePerCheckWithEscapedFailures) {
   auto r = testing::make_compare_result();
-  r.checks.push_back({compare::CheckKind::MemorySaving, false, "line one\nline two 'quoted' \x01 < 5%"});
+  r.checks.push_back(
+      {compare::CheckKind::MemorySaving, false, "line one\nline two 'quoted' \x01 < 5%"});
   r.checks.back().name = "memory <saving> & \"quotes\"";
   std::string xml = JunitReporter().render(r);
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u);

@@ -193,8 +193,7 @@ TEST(ScalePlan, WeakScalesTheGlobalBatchWithTheRanks) {
   }
 }
 
-ScalePoint measured(Mode mode, int n, int64_t batch, std::vector<double> tps,
-                    double comm = 0.1) {
+ScalePoint measured(Mode mode, int n, int64_t batch, std::vector<double> tps, double comm = 0.1) {
   ScalePoint p;
   p.mode = mode;
   p.n = n;
@@ -211,7 +210,8 @@ ScalePoint measured(Mode mode, int n, int64_t batch, std::vector<double> tps,
 TEST(ScaleMath, SpeedupAndEfficiencyFromMedians) {
   ScaleSeries s;
   s.mode = Mode::Strong;
-  s.points = {measured(Mode::Strong, 4, 8, {300}), measured(Mode::Strong, 1, 8, {110, 90, 100}, 0.0),
+  s.points = {measured(Mode::Strong, 4, 8, {300}),
+              measured(Mode::Strong, 1, 8, {110, 90, 100}, 0.0),
               measured(Mode::Strong, 2, 8, {180, 170, 190}, 0.2)};
   finish_series(s);
   ASSERT_EQ(s.points[0].n, 1);
@@ -287,7 +287,8 @@ ScaleResult synthetic_result() {
     p.tokens_per_sec_repeats = tps;
     p.comm_share_repeats.assign(tps.size(), comm);
     p.step_ms_p50_repeats.assign(tps.size(), 12.5);
-    p.run_dirs = {"runs/x/" + std::string(to_string(p.mode)) + "-" + std::to_string(p.n) + "/repeat-1"};
+    p.run_dirs = {"runs/x/" + std::string(to_string(p.mode)) + "-" + std::to_string(p.n) +
+                  "/repeat-1"};
   };
   fill(strong.points[0], {1000, 1010, 990}, 0.0);
   fill(strong.points[1], {1800, 1790, 1810}, 0.12);

@@ -339,7 +339,8 @@ TEST(Serve, TheCapacityCheckJudgesSearchPairs) {
   EXPECT_NEAR(c[1].value_pct, -19.6, 0.5);
   // No capacity at all on the variant's side (not even the lowest rate within the SLO).
   CapacityPairs none_within{200, {300, 310, 290}, {0, 0, 0}};
-  EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict, compare::Verdict::Fail);
+  EXPECT_EQ(judge(a, a, none, s, s, GateSettings{}, &none_within)[1].verdict,
+            compare::Verdict::Fail);
 }
 
 // An approximate change (bf16): "same math" by the scores' noise envelope, max and mean |delta|
@@ -354,13 +355,17 @@ TEST(Serve, AnApproximateChangeIsJudgedByTheScoreEnvelope) {
   e.raw = {0.003, 0.002, 0.004, 0.001};  // max 0.004, mean 0.0025
   e.noise = 0.0039, e.noise_source = "unit roundoff of bf16", e.runs = 3, e.factor = 3;
   auto c = judge(a, a, even, base, close, GateSettings{}, nullptr, &e);
-  EXPECT_EQ(c[3].verdict, compare::Verdict::Pass) << c[3].detail;  // 0.006 <= 0.012, 0.0035 <= 0.0075
+  EXPECT_EQ(c[3].verdict, compare::Verdict::Pass)
+      << c[3].detail;  // 0.006 <= 0.012, 0.0035 <= 0.0075
   EXPECT_NE(c[3].detail.find("approximate change"), std::string::npos) << c[3].detail;
-  EXPECT_EQ(judge(a, a, even, base, close, GateSettings{})[3].verdict, compare::Verdict::Fail);  // exact: 5e-4
+  EXPECT_EQ(judge(a, a, even, base, close, GateSettings{})[3].verdict,
+            compare::Verdict::Fail);                            // exact: 5e-4
   const std::vector<double> one_far{-1.0, -2.0, -3.0, -4.013};  // max 0.013 > 3 x 0.004
-  EXPECT_EQ(judge(a, a, even, base, one_far, GateSettings{}, nullptr, &e)[3].verdict, compare::Verdict::Fail);
+  EXPECT_EQ(judge(a, a, even, base, one_far, GateSettings{}, nullptr, &e)[3].verdict,
+            compare::Verdict::Fail);
   const std::vector<double> biased{-1.008, -2.008, -3.008, -4.008};  // max 0.008 ok, mean 0.008 not
-  EXPECT_EQ(judge(a, a, even, base, biased, GateSettings{}, nullptr, &e)[3].verdict, compare::Verdict::Fail);
+  EXPECT_EQ(judge(a, a, even, base, biased, GateSettings{}, nullptr, &e)[3].verdict,
+            compare::Verdict::Fail);
 }
 
 std::string error_of(const std::string& text) {

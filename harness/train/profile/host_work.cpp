@@ -45,8 +45,8 @@ int64_t HostWork::total_weight_casts() const {
 }
 int64_t HostWork::syncs_inside_step() const {
   int64_t n = 0;
-  for (const Phase p : {Phase::Data, Phase::Forward, Phase::Backward, Phase::Comm,
-                        Phase::Optimizer})
+  for (const Phase p :
+       {Phase::Data, Phase::Forward, Phase::Backward, Phase::Comm, Phase::Optimizer})
     n += syncs_in[static_cast<int>(p)];
   return n;
 }
@@ -72,7 +72,9 @@ class CountingCpuAllocator final : public c10::Allocator {
     return base_->allocate(n);
   }
 #endif
-  c10::DeleterFnPtr raw_deleter() const override { return base_->raw_deleter(); }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return base_->raw_deleter();
+  }
   mutable std::atomic<int64_t> count{0};
 
  private:
@@ -94,8 +96,7 @@ int64_t allocations() {
   int64_t n = cpu_allocator().count.load(std::memory_order_relaxed);
 #if defined(LOCKSTEP_WITH_CUDA)
   if (c10::cuda::device_count() > 0) {
-    const auto stats =
-        c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
     n += stats.allocation[0].allocated;  // [0]: the aggregate over pool kinds
   }
 #endif
