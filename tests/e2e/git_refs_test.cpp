@@ -237,6 +237,25 @@ TEST_F(CompareRefs, BadInputIsOneLineExit2AndLeavesNothing) {
   ExpectNothingLeft();
 }
 
+// --prepare (how a plugin is built per arm): CMD runs in each checkout, base then head, before any
+// run; one that fails stops the comparison with exit 3 naming the checkout, and nothing is left.
+// Here CMD notes the commit it finds and fails in the head's checkout: no training at all.
+TEST_F(CompareRefs, PrepareRunsInEachCheckoutAndItsFailureIsExit3) {
+  repo_.head("same-math", "Refactor", kSameMath);
+  const fs::path seen = tmp_.path() / "prepared.txt";
+  const auto r = compare({"--base-ref", "main", "--head-ref", "same-math", "--prepare",
+                          "git rev-parse HEAD >> '" + seen.string() + "' && test \"$(git rev-parse HEAD)\" = " +
+                              repo_.sha("main")});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("--prepare failed in the head checkout (same-math " +
+                          repo_.sha("same-math").substr(0, 10) + "): exit 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_text(seen), repo_.sha("main") + "\n" + repo_.sha("same-math") + "\n");
+  EXPECT_FALSE(fs::exists(tmp_.path() / "report" / "report.json"));
+  ExpectNothingLeft();
+}
+
 // SIGTERM and SIGINT in the middle of the runs: the checkouts go with the process.
 TEST_F(CompareRefs, ASignalRemovesTheCheckouts) {
   repo_.head("slower", "Log more per step", kSlower);
