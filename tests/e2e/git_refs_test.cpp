@@ -199,6 +199,30 @@ TEST_F(CompareRefs, HeadThatChangesTheMathWithoutDeclaringItFailsAlignment) {
   ExpectNothingLeft();
 }
 
+// The same bf16 head, declared in the same commit ([gate] alignment in CONFIG as the head has it,
+// and [precision] compute, so that the noise envelope is bf16's unit roundoff, not fp32's: the
+// harness cannot see the dtype inside the trainer): judged approximate, and within the envelope. Values only: the exit code would
+// also carry bf16's speed on this CPU, which the test does not assert.
+TEST_F(CompareRefs, HeadThatDeclaresApproximateInItsConfigIsJudgedSo) {
+  ASSERT_EQ(repo_.git(repo_.g() + " checkout -q -b bf16-declared main && sed -i '" + kBf16 +
+                      "' train.py && printf '\\n[precision]\\ncompute = \"bf16\"\\n\\n[gate]\\nalignment = \"approximate\"\\n' >> train.toml && " +
+                      repo_.g() + " commit -q -am 'Train in bf16, declared' && " + repo_.g() +
+                      " checkout -q main"),
+            0);
+  const auto r = compare({"--base-ref", "main", "--head-ref", "bf16-declared", "--policy", tmp_ / "policy.toml"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  const auto rep = read_json(tmp_.path() / "report" / "report.json");
+  EXPECT_EQ(rep["git_refs"]["alignment"], "approximate");
+  EXPECT_EQ(rep["git_refs"]["alignment_source"], "head config");
+  EXPECT_EQ(rep["alignment"]["class"], "approximate") << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>()) << rep["alignment"].dump();
+  EXPECT_NE(rep["alignment"]["baseline_loss"], rep["alignment"]["variant_loss"]);  // not the same math
+  ASSERT_EQ(rep["git_refs"]["files_changed"].size(), 2u) << rep["git_refs"].dump();
+  EXPECT_EQ(rep["git_refs"]["files_changed"][0]["path"], "train.py");
+  EXPECT_EQ(rep["git_refs"]["files_changed"][1]["path"], "train.toml");
+  ExpectNothingLeft();
+}
+
 // ---- bad input: one line, exit 2, nothing made ------------------------------------------------
 
 TEST_F(CompareRefs, BadInputIsOneLineExit2AndLeavesNothing) {
