@@ -223,6 +223,21 @@ TEST_F(CompareRefs, HeadThatDeclaresApproximateInItsConfigIsJudgedSo) {
   ExpectNothingLeft();
 }
 
+// The same undeclared bf16 head, declared on the command line instead: --alignment approximate,
+// with the precision the envelope needs given for the head's arm (--set-variant).
+TEST_F(CompareRefs, HeadDeclaredApproximateByTheFlagIsJudgedSo) {
+  repo_.head("bf16", "Train in bf16", kBf16);
+  const auto r = compare({"--base-ref", "main", "--head-ref", "bf16", "--alignment", "approximate",
+                          "--set-variant", "precision.compute=\"bf16\"", "--policy", tmp_ / "policy.toml"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  const auto rep = read_json(tmp_.path() / "report" / "report.json");
+  EXPECT_EQ(rep["git_refs"]["alignment"], "approximate");
+  EXPECT_EQ(rep["git_refs"]["alignment_source"], "--alignment");
+  EXPECT_EQ(rep["alignment"]["class"], "approximate") << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>()) << rep["alignment"]["explanation"];
+  ExpectNothingLeft();
+}
+
 // ---- bad input: one line, exit 2, nothing made ------------------------------------------------
 
 TEST_F(CompareRefs, BadInputIsOneLineExit2AndLeavesNothing) {
