@@ -159,7 +159,22 @@ int compare_refs(const RefCompareOptions& o, compare::CompareRequest req,
   req.baseline = {"baseline", base_cfg.string(), bsets};
   req.variant = {"variant", head_cfg.string(), vsets};
 
+  // The arms' history identity: CONFIG as the working tree would run it (the checkout's folder
+  // read as the repository's, the user's --set-* and --steps only, not the comparison's own
+  // additions such as the probe's checkpoints), so the base's run, the head's run and a nightly
+  // `lockstep run CONFIG` of the same file fall into one series for `history report`.
+  auto history_sets = [&](std::vector<std::string> sets) {
+    if (req.steps > 0) sets.push_back("run.steps=" + std::to_string(req.steps));
+    return sets;
+  };
+  const std::string base_hash = config::Config::load(base_cfg, history_sets(o.bsets))
+                                    .hash_relocated(co.base().string(), repo.string());
+  const std::string head_hash = config::Config::load(head_cfg, history_sets(o.vsets))
+                                    .hash_relocated(co.head().string(), repo.string());
+
   auto result = compare::run_comparison(req);
+  if (result.baseline.alignment_run.steps > 0) result.baseline.alignment_run.config_hash = base_hash;
+  if (result.variant.alignment_run.steps > 0) result.variant.alignment_run.config_hash = head_hash;
   co.remove();  // the arms are done: nothing left in the temporary folder is needed
   fold_checkouts(result, co.base().string(), co.head().string(), g.base.ref, g.head.ref);
   switch (g.alignment_source) {

@@ -164,6 +164,18 @@ TEST_F(CompareRefs, SameMathHeadPassesAndTheReportNamesBothCommits) {
       EXPECT_EQ(e["git_commit"], repo_.sha("same-math"));
     }
   EXPECT_EQ(runs, (std::vector<std::string>{repo_.sha("main"), repo_.sha("same-math")}));
+  // One series: both runs under the hash of CONFIG as the working tree has it (not the temporary
+  // checkouts' folders, nor the comparison's own probe checkpoints), so `history report` sees the
+  // head's run next to the base's and next to a nightly run of the same file.
+  const auto shown = run_lockstep({"config", "show", repo_.config().string()}, tmp_.path());
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  const auto at = shown.output.find("(hash ");
+  ASSERT_NE(at, std::string::npos) << shown.output;
+  const std::string hash = shown.output.substr(at + 6, 16);
+  for (const auto& e : entries)
+    if (e["kind"] == "run") {
+      EXPECT_EQ(e["config_hash"], hash) << e.dump();
+    }
   ExpectNothingLeft();
 }
 
