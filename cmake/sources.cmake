@@ -124,6 +124,11 @@ set(LOCKSTEP_CORE_SOURCES
   reports/scale/markdown.cpp
   reports/scale/html.cpp
   reports/scale/plot.cpp
+  # compare --base-ref (issue 55), last: new files here keep the unity batches above as they were
+  harness/vocab/git_refs.cpp
+  harness/gitref/git.cpp
+  harness/gitref/checkouts.cpp
+  reports/git_refs_text.cpp
 )
 
 # Needs LibTorch: the workload, the variants, the trainer, c10d.
@@ -183,6 +188,9 @@ set(LOCKSTEP_CLI_SOURCES
   harness/cli/cmd_variants.cpp
   harness/cli/cmd_conformance.cpp
   harness/cli/cmd_serve.cpp
+  harness/cli/compare_refs.cpp  # compare --base-ref (issue 55)
+  harness/cli/fold_checkouts.cpp
+  harness/cli/ref_history.cpp
 )
 
 foreach(_list LOCKSTEP_CORE_SOURCES LOCKSTEP_TORCH_SOURCES LOCKSTEP_CLI_SOURCES)

@@ -1,11 +1,13 @@
 #include "reports/console_reporter.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "harness/compare/memory_per_rank.h"
+#include "reports/git_refs_text.h"
 #include "reports/memory_table.h"
 #include "reports/run_console.h"
 
@@ -75,7 +77,18 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
       << "\n";
   else
     o << "\nChanged keys\n";
-  if (r.mode != compare::Mode::Golden && r.changes.empty()) o << "  (none: the configs are identical)\n";
+  if (r.git_refs) {
+    const auto& g = *r.git_refs;
+    o << "  (commits: " << g.config << " at two git refs, alignment " << git_text::alignment(g)
+      << ")\n  base: " << git_text::commit(g.base) << "\n  head: " << git_text::commit(g.head)
+      << "\n  files that differ (" << g.files.size() << "):";
+    for (size_t i = 0; i < g.files.size() && i < 20; ++i) o << "\n    " << git_text::file(g.files[i]);
+    if (g.files.size() > 20) o << "\n    ... (" << g.files.size() - 20 << " more in report.json)";
+    o << "\n";
+  }
+  if (r.mode != compare::Mode::Golden && r.changes.empty())
+    o << (r.git_refs ? std::string("  (") + git_text::kSameConfig + ")\n"
+                     : std::string("  (none: the configs are identical)\n"));
   for (const auto& c : r.changes)
     o << "  " << c.key << ": " << c.before << " -> " << c.after << "  (" << text::knob_name(c.knob)
       << ")\n";

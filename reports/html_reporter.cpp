@@ -1,10 +1,12 @@
 #include "reports/html_reporter.h"
 
+
 #include <sstream>
 
 #include "harness/compare/memory_per_rank.h"
 #include "harness/util/format.h"
 #include "reports/compare_plots.h"
+#include "reports/git_refs_text.h"
 #include "reports/html_page.h"
 #include "reports/memory_table.h"
 #include "reports/run_console.h"
@@ -51,6 +53,21 @@ void banner(std::ostream& o, const compare::CompareResult& r) {
       << "</div>\n";
 }
 
+// compare --base-ref: the two commits (each beside its arm's colour) and the files that differ.
+void html_git_refs(std::ostream& o, const compare::GitRefs& g) {
+  o << "<section><h2>Commits</h2>\n<p>" << html_code(g.config) << " at two git refs; alignment "
+    << html_escape(git_text::alignment(g)) << "</p>\n<p><span class=\"arm-b\">baseline</span> "
+    << html_escape(git_text::commit(g.base)) << "<br><span class=\"arm-v\">variant</span> "
+    << html_escape(git_text::commit(g.head)) << "</p>\n<p>Files that differ (" << g.files.size()
+    << ")" << (g.files.empty() ? ": none" : ":") << "</p>\n";
+  if (!g.files.empty()) {
+    o << "<ul>\n";
+    for (const auto& f : g.files) o << "<li>" << html_escape(git_text::file(f)) << "</li>\n";
+    o << "</ul>\n";
+  }
+  o << "</section>\n";
+}
+
 void config_diff(std::ostream& o, const compare::CompareResult& r) {
   if (r.mode == compare::Mode::Golden) {  // no baseline config: no diff to show
     o << "<section><h2>Configuration</h2>\n<p><span class=\"arm-b\">golden</span> "
@@ -60,12 +77,14 @@ void config_diff(std::ostream& o, const compare::CompareResult& r) {
       << "keys; " << html_escape(r.klass_source) << ".</p></section>\n";
     return;
   }
+  if (r.git_refs) html_git_refs(o, *r.git_refs);
   o << "<section><h2>Configuration diff</h2>\n<p><span class=\"arm-b\">baseline</span> "
     << html_code(r.baseline.config_path) << " &nbsp; <span class=\"arm-v\">variant</span> "
     << html_code(r.variant.config_path) << "</p>\n"
     << "<table><tr><th>Key</th><th>Baseline</th><th>Variant</th><th>Kind</th></tr>\n";
   if (r.changes.empty())
-    o << "<tr><td colspan=\"4\" class=\"muted\">none: the configs are identical</td></tr>\n";
+    o << "<tr><td colspan=\"4\" class=\"muted\">"
+      << (r.git_refs ? git_text::kSameConfig : "none: the configs are identical") << "</td></tr>\n";
   for (const auto& c : r.changes)
     o << "<tr>" << td(html_code(c.key)) << td(html_code(c.before)) << td(html_code(c.after))
       << td(html_escape(text::knob_name(c.knob))) << "</tr>\n";

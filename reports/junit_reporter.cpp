@@ -1,6 +1,9 @@
 #include "reports/junit_reporter.h"
 
+
 #include <sstream>
+
+#include "reports/git_refs_text.h"
 
 namespace lockstep::reports {
 
@@ -45,6 +48,11 @@ std::string JunitReporter::render(const compare::CompareResult& r) const {
   property("baseline", r.baseline.name + " (" + r.baseline.config_path + ")");
   property("variant", r.variant.name + " (" + r.variant.config_path + ")");
   for (const auto& c : r.changes) property("change." + c.key, c.before + " -> " + c.after);
+  if (r.git_refs) {
+    property("git.base", git_text::commit(r.git_refs->base));
+    property("git.head", git_text::commit(r.git_refs->head));
+    property("git.files_changed", std::to_string(r.git_refs->files.size()));
+  }
   property("on_inconclusive", gate::to_string(r.policy.on_inconclusive));
   if (r.timed) property("tail_statistic", r.tail.label);
   if (const auto mde = text::power_summary(r); !mde.empty()) property("power", mde);

@@ -4,6 +4,7 @@
 
 #include "harness/compare/memory_per_rank.h"
 #include "harness/util/format.h"
+#include "reports/git_refs_text.h"
 #include "reports/memory_table.h"
 #include "reports/run_console.h"
 
@@ -65,6 +66,19 @@ std::string delta_markdown_row(const std::string& metric, const std::string& b,
                        d.known ? markdown_escape(d.wording) : ""});
 }
 
+// compare --base-ref: the two commits and the files that differ, before the (empty) config diff.
+void markdown_git_refs(std::ostringstream& o, const compare::GitRefs& g) {
+  o << "**Commits** (" << markdown_code(g.config) << " at two git refs; alignment "
+    << markdown_escape(git_text::alignment(g)) << ")\n\n"
+    << "- base: " << markdown_escape(git_text::commit(g.base)) << "\n"
+    << "- head: " << markdown_escape(git_text::commit(g.head)) << "\n\n"
+    << "**Files that differ** (" << g.files.size() << ")";
+  if (g.files.empty()) o << ": none";
+  o << "\n\n";
+  for (const auto& f : g.files) o << "- " << markdown_escape(git_text::file(f)) << "\n";
+  if (!g.files.empty()) o << "\n";
+}
+
 }  // namespace
 
 std::string MarkdownReporter::render(const compare::CompareResult& r) const {
@@ -87,8 +101,10 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "**Knobs** (golden mode: no baseline config, so no changed keys): "
       << markdown_escape(r.klass_source) << "\n";
   } else {
+    if (r.git_refs) markdown_git_refs(o, *r.git_refs);
     o << markdown_row({"Changed key", "Baseline", "Variant", "Kind"}) << "|---|---|---|---|\n";
-    if (r.changes.empty()) o << markdown_row({"(none)", "", "", ""});
+    if (r.changes.empty())
+      o << markdown_row({r.git_refs ? git_text::kSameConfig : "(none)", "", "", ""});
     for (const auto& c : r.changes)
       o << markdown_row({markdown_code(c.key), markdown_code(c.before), markdown_code(c.after),
                          text::knob_name(c.knob)});

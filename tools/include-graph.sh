@@ -31,6 +31,7 @@ LAYERS='
 1  -  harness/vocab                                   # THE TORCH-FREE RUN VOCABULARY: records, observer, config sections, probe file, turn protocol
 1  -  harness/registry harness/gate                   # the name catalog, the gate
 2  -  harness/serve                                   # serving: load, batcher, figures, its gate
+2  -  harness/gitref                                  # git refs checked out into temporary worktrees
 1  ~  harness/dist                                    # process groups (rendezvous torch-free, c10d not)
 2  ~  workloads                                       # the reference model and its data
 3  ~  variants                                        # act on the model from outside

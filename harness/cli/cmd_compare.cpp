@@ -8,6 +8,7 @@
 
 #include "harness/cli/cli.h"
 #include "harness/cli/compare_out.h"
+#include "harness/cli/compare_refs.h"
 #include "harness/cli/out_dir.h"
 #include "harness/cli/validators.h"
 #include "harness/finish.h"
@@ -64,11 +65,13 @@ void add_compare_command(CLI::App& app, Action& action) {
     std::vector<std::string> bsets, vsets;
     std::string history;
     bool no_history = false, against_history = false, force = false;
+    RefCompareOptions refs;  // --base-ref: CONFIG at two git commits (compare_refs.h)
   };
   auto o = std::make_shared<Opts>();
   auto* cmp = app.add_subcommand(
       "compare", "A/B-compare a variant against a baseline: same math? faster? P99 no worse?");
-  cmp->add_option("CONFIGS", o->configs, "BASELINE VARIANT (or only VARIANT with --golden)")
+  cmp->add_option("CONFIGS", o->configs,
+                  "BASELINE VARIANT (or only VARIANT with --golden, or CONFIG with --base-ref)")
       ->required()
       ->expected(1, -1);  // counted in the action, which says what it got (not CLI11's "At Most 2")
   cmp->add_option("--out", o->out, "report folder (default runs/<time>-compare-<variant>)");
@@ -97,9 +100,42 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmp->add_flag("--against-history", o->against_history,
                 "check the loss against the latest recorded run of the baseline config on this "
                 "machine (the baseline is still re-run for timing)");
-  cmp->callback([&action, o] {
-    action = [o] {
+  cmp->add_option("--base-ref", o->refs.base_ref,
+                  "compare CONFIG at two git commits: this one is the baseline (each checked out "
+                  "into its own temporary worktree)");
+  cmp->add_option("--head-ref", o->refs.head_ref,
+                  "with --base-ref: the variant's commit (default HEAD; the working tree must "
+                  "then have no uncommitted changes)");
+  cmp->add_option("--repo", o->refs.repo,
+                  "with --base-ref: the git repository (default: the one holding CONFIG, else "
+                  "the current folder's)");
+  cmp->add_option("--alignment", o->refs.alignment,
+                  "with --base-ref: the loss alignment the head claims: exact (default) | "
+                  "approximate | none (default: the head config's [gate] alignment, else exact)");
+  cmp->add_option("--prepare", o->refs.prepare,
+                  "with --base-ref: a shell command run in each checkout before the arms (e.g. "
+                  "build the plugin CONFIG loads)");
+  cmp->callback([&action, o, cmp] {
+    o->refs.head_ref_given = cmp->count("--head-ref") > 0;
+    const bool refs_only = o->refs.head_ref_given || cmp->count("--repo") > 0 ||
+                           cmp->count("--alignment") > 0 || cmp->count("--prepare") > 0;
+    action = [o, refs_only] {
       compare::CompareRequest req;
+      if (!o->refs.base_ref.empty() || refs_only) {
+        if (o->refs.base_ref.empty()) {
+          std::cerr << "lockstep compare: --head-ref, --repo, --alignment and --prepare need "
+                       "--base-ref REF\n";
+          return kExitUsage;
+        }
+        if (o->configs.size() != 1 || !o->golden.empty() || o->against_history) {
+          std::cerr << "lockstep compare: --base-ref takes one CONFIG (no --golden, no "
+                       "--against-history); got "
+                    << o->configs.size() << " configs\n";
+          return kExitUsage;
+        }
+      }
+      const bool refs = !o->refs.base_ref.empty();
+      if (refs) o->configs.insert(o->configs.begin(), o->configs.front());  // the same file twice
       if (o->configs.size() > 2) {
         std::string got;
         for (const auto& c : o->configs) got += " " + c;
@@ -127,7 +163,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       refuse_earlier_comparison(o->out, o->force);
       const std::string stem = std::filesystem::path(o->variant).stem().string();
       req.out_dir = o->out.empty() ? util::timestamped_run_dir("compare-" + stem).string() : o->out;
-      if (o->golden.empty())  // two services: windows in turns
+      if (o->golden.empty() && !refs)  // two services: windows in turns
         if (auto code = compare_serving(o->baseline, o->variant, o->bsets, o->vsets, req.repeats,
                                         o->policy, req.out_dir, o->history, !o->no_history))
           return *code;
@@ -147,6 +183,13 @@ void add_compare_command(CLI::App& app, Action& action) {
         req.history_reference = [req, db = o->history](const config::Config& baseline) {
           return history_reference(req, baseline, db);
         };
+      }
+      if (refs) {
+        auto ro = o->refs;
+        ro.config = o->configs.front();
+        ro.bsets = o->bsets;
+        ro.vsets = o->vsets;
+        return compare_refs(ro, req, o->history, !o->no_history);
       }
       auto result = compare::run_comparison(req);
       return finish_compare(result, req.out_dir, o->history, !o->no_history);

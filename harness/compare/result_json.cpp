@@ -341,7 +341,8 @@ json to_json(const CompareResult& r) {
           {"timed", r.timed},
           {"too_few_repeats", r.too_few_repeats},
           {"wall_seconds", number(r.wall_seconds)},
-          {"environment", r.env}};
+          {"environment", r.env},
+          {"git_refs", r.git_refs ? to_json(*r.git_refs) : json(nullptr)}};
 }
 
 }  // namespace lockstep::compare

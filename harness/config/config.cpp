@@ -496,12 +496,20 @@ std::string Config::to_toml(bool annotate) const {
   return out.str();
 }
 
-std::string Config::hash() const {
+std::string Config::hash() const { return hash_relocated("", ""); }
+
+std::string Config::hash_relocated(const std::string& from, const std::string& to) const {
   // FNV-1a 64: identity of the computation, not a security boundary. run.name is excluded so
   // renaming a config does not change its identity.
   std::string text;
-  for (const auto& [k, e] : entries_)
-    if (k != "run.name") text += k + "=" + format_value(e.value) + "\n";
+  for (const auto& [k, e] : entries_) {
+    if (k == "run.name") continue;
+    std::string v = format_value(e.value);
+    if (!from.empty())
+      for (size_t at = 0; (at = v.find(from, at)) != std::string::npos; at += to.size())
+        v.replace(at, from.size(), to);
+    text += k + "=" + v + "\n";
+  }
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) {
     h ^= c;

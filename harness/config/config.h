@@ -87,6 +87,10 @@ class Config {
   std::string to_toml(bool annotate = false) const;
   // Stable 16-hex-digit hash of to_toml(): identifies the computation across machines.
   std::string hash() const;
+  // hash() as if every value naming the folder `from` named `to` instead: a config loaded from a
+  // temporary checkout hashed as the same file in the repository's working tree (compare
+  // --base-ref), so both commits' runs and a run from the working tree share one history series.
+  std::string hash_relocated(const std::string& from, const std::string& to) const;
 
   const std::string& path() const { return path_; }  // the top file, as given
   const std::map<std::string, Entry>& entries() const { return entries_; }

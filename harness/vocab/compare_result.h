@@ -14,6 +14,7 @@
 #include "harness/vocab/conformance_result.h"
 #include "harness/config/config.h"
 #include "harness/vocab/gate_policy.h"
+#include "harness/vocab/git_refs.h"
 #include "harness/vocab/records.h"
 #include "harness/vocab/trainer_protocol.h"
 
@@ -295,6 +296,9 @@ struct CompareResult {
   double wall_seconds = 0;
   std::string out_dir;
   std::map<std::string, std::string> env;  // of the baseline's alignment run
+  // `compare CONFIG --base-ref REF`: the arms are one config at two commits (baseline = base,
+  // variant = head); unset for a comparison of two configs.
+  std::optional<GitRefs> git_refs;
 };
 
 }  // namespace lockstep::compare
