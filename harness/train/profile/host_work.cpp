@@ -16,33 +16,24 @@
 
 namespace lockstep::train {
 
+namespace {
+
+int64_t over_phases(const std::array<int64_t, kPhaseCount>& per_phase) {
+  int64_t n = 0;
+  for (const auto v : per_phase) n += v;
+  return n;
+}
+
+}  // namespace
+
 int64_t HostWork::calls(const std::string& op) const {
   const auto it = ops.find(op);
-  int64_t n = 0;
-  if (it != ops.end())
-    for (const auto v : it->second) n += v;
-  return n;
+  return it == ops.end() ? 0 : over_phases(it->second);
 }
-int64_t HostWork::total_ops() const {
-  int64_t n = 0;
-  for (const auto v : ops_in) n += v;
-  return n;
-}
-int64_t HostWork::total_allocs() const {
-  int64_t n = 0;
-  for (const auto v : allocs_in) n += v;
-  return n;
-}
-int64_t HostWork::total_syncs() const {
-  int64_t n = 0;
-  for (const auto v : syncs_in) n += v;
-  return n;
-}
-int64_t HostWork::total_weight_casts() const {
-  int64_t n = 0;
-  for (const auto v : weight_casts_in) n += v;
-  return n;
-}
+int64_t HostWork::total_ops() const { return over_phases(ops_in); }
+int64_t HostWork::total_allocs() const { return over_phases(allocs_in); }
+int64_t HostWork::total_syncs() const { return over_phases(syncs_in); }
+int64_t HostWork::total_weight_casts() const { return over_phases(weight_casts_in); }
 int64_t HostWork::syncs_inside_step() const {
   int64_t n = 0;
   for (const Phase p :
