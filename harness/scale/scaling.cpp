@@ -73,6 +73,15 @@ double share_of(const RunSummary& s, const std::string& phase) {
 
 }  // namespace
 
+const char* to_string(PointStatus s) {
+  switch (s) {
+    case PointStatus::Ok: return "ok";
+    case PointStatus::Skipped: return "skipped";
+    case PointStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
 const char* to_string(Mode m) {
   return m == Mode::Strong ? "strong" : m == Mode::Weak ? "weak" : "both";
 }
@@ -93,7 +102,7 @@ std::vector<ScalePoint> plan_series(Mode mode, const std::vector<int>& nprocs, i
     p.n = n;
     p.global_batch = mode == Mode::Weak ? base_batch * n : base_batch;
     if (n <= 0 || p.global_batch % n != 0) {
-      p.status = "skipped";
+      p.status = PointStatus::Skipped;
       p.note = "data.batch_size = " + std::to_string(p.global_batch) +
                " (global) is not divisible by " + std::to_string(n) +
                " ranks; the batch is never changed silently, so N=" + std::to_string(n) +
@@ -132,7 +141,7 @@ void finish_series(ScaleSeries& s) {
 std::string micro_batch_warning(const ScaleSeries& s) {
   std::vector<const ScalePoint*> planned;
   for (const auto& p : s.points)
-    if (p.status != "skipped" && p.micro_batch > 0) planned.push_back(&p);
+    if (p.status != PointStatus::Skipped && p.micro_batch > 0) planned.push_back(&p);
   if (planned.size() < 2) return "";
   std::sort(planned.begin(), planned.end(), [](auto* a, auto* b) { return a->n < b->n; });
   if (planned.back()->micro_batch >= planned.front()->micro_batch) return "";
@@ -201,7 +210,7 @@ void finish_result(ScaleResult& r) {
       std::to_string(r.host_cores) + " cores, so these figures describe this box, not a cluster");
   for (const auto& s : r.series) {
     for (const auto& p : s.points) {
-      if (p.status == "skipped")
+      if (p.status == PointStatus::Skipped)
         r.notes.push_back(to_string(p.mode) + (" N=" + std::to_string(p.n)) +
                           " skipped: " + p.note);
       if (!p.shared_with.empty())
@@ -212,7 +221,7 @@ void finish_result(ScaleResult& r) {
     }
     int first_planned = 0;
     for (const auto& p : s.points)
-      if (p.status != "skipped") {
+      if (p.status != PointStatus::Skipped) {
         first_planned = p.n;
         break;
       }
@@ -304,14 +313,14 @@ ScaleResult run_scaling(const ScaleRequest& req) {
     s.mode = m;
     s.points = plan_series(m, ns, r.base_batch);
     for (auto& p : s.points) {
-      if (p.status == "skipped") continue;
+      if (p.status == PointStatus::Skipped) continue;
       auto sets = req.sets;
       sets.push_back("parallel.world_size=" + std::to_string(p.n));
       if (m == Mode::Weak) sets.push_back("data.batch_size=" + std::to_string(p.global_batch));
       try {
         config::Config::load(req.config, sets);
       } catch (const config::ConfigError& e) {
-        p.status = "skipped";
+        p.status = PointStatus::Skipped;
         p.note = "the config is invalid at this size: " + std::string(e.what());
         continue;
       }
@@ -390,7 +399,7 @@ ScaleResult run_scaling(const ScaleRequest& req) {
       const Job& j = jobs[pj->second];
       p.run_dirs = j.dirs;
       if (j.failed) {
-        p.status = "failed";
+        p.status = PointStatus::Failed;
         p.note = j.failure;
       }
       for (const auto& sum : j.summaries) {

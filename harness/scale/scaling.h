@@ -36,14 +36,18 @@ const char* to_string(Mode m);
 // `--mode`'s word: one of to_string's, else nullopt.
 std::optional<Mode> parse_mode(const std::string& word);
 
+// A scaling point's outcome; its word (to_string) only in the reports and the JSON.
+enum class PointStatus { Ok, Skipped, Failed };
+const char* to_string(PointStatus s);  // "ok" | "skipped" | "failed"
+
 struct ScalePoint {
   Mode mode = Mode::Strong;  // Strong | Weak
   int n = 0;
   int64_t global_batch = 0;   // data.batch_size of the run
   int64_t micro_batch = 0;    // per rank: global_batch / n (0 when skipped for divisibility)
-  std::string status = "ok";  // "ok" | "skipped" | "failed"
-  std::string note;           // why skipped / the failure, one line
-  std::string shared_with;    // "strong" when this weak point reuses the strong run of the same N
+  PointStatus status = PointStatus::Ok;
+  std::string note;         // why skipped / the failure, one line
+  std::string shared_with;  // "strong" when this weak point reuses the strong run of the same N
   std::vector<double> tokens_per_sec_repeats;
   std::vector<double> comm_share_repeats;
   std::vector<double> step_ms_p50_repeats;
@@ -54,7 +58,7 @@ struct ScalePoint {
   double step_ms_p50 = NAN;     // median of the repeats' P50
   double speedup = NAN;         // tokens/s over the reference point's
   double efficiency = NAN;      // speedup / (n / ref_n)
-  bool measured() const { return status == "ok" && !tokens_per_sec_repeats.empty(); }
+  bool measured() const { return status == PointStatus::Ok && !tokens_per_sec_repeats.empty(); }
 };
 
 struct ScaleSeries {

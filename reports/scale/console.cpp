@@ -20,8 +20,8 @@ std::string pad(const std::string& s, size_t w, bool right = true) {
 }
 
 std::string status_cell(const ScalePoint& p) {
-  if (p.status == "skipped") return "skipped";
-  if (p.status == "failed") return "FAILED";
+  if (p.status == scale::PointStatus::Skipped) return "skipped";
+  if (p.status == scale::PointStatus::Failed) return "FAILED";
   return p.shared_with.empty() ? "" : "= " + p.shared_with;
 }
 

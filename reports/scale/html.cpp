@@ -99,11 +99,12 @@ std::string ScaleHtmlReporter::render(const scale::ScaleResult& r) const {
       << th("tokens/s", true) << th("speed-up", true) << th("efficiency", true)
       << th("comm share", true) << th("P50 ms", true) << th("status") << "</tr>\n";
     for (const auto& pt : s.points) {
-      std::string status = pt.status == "ok"
-                               ? (pt.shared_with.empty() ? "ok" : "same run as " + pt.shared_with)
-                               : "<span class=\"" +
-                                     std::string(pt.status == "failed" ? "fail" : "skip") + "\">" +
-                                     html_escape(pt.status + ": " + pt.note) + "</span>";
+      std::string status =
+          pt.status == scale::PointStatus::Ok
+              ? (pt.shared_with.empty() ? "ok" : "same run as " + pt.shared_with)
+              : "<span class=\"" +
+                    std::string(pt.status == scale::PointStatus::Failed ? "fail" : "skip") + "\">" +
+                    html_escape(std::string(to_string(pt.status)) + ": " + pt.note) + "</span>";
       std::string reps;
       for (double x : pt.tokens_per_sec_repeats) reps += (reps.empty() ? "" : ", ") + fixed(x, 1);
       o << "<tr>" << td(std::to_string(pt.n), true) << td(std::to_string(pt.global_batch), true)

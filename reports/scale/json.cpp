@@ -51,7 +51,7 @@ json point_json(const ScalePoint& p) {
   return json{{"n", p.n},
               {"global_batch", p.global_batch},
               {"micro_batch_per_rank", p.micro_batch},
-              {"status", p.status},
+              {"status", to_string(p.status)},
               {"note", p.note},
               {"shared_with", p.shared_with},
               {"tokens_per_sec", num(p.tokens_per_sec)},

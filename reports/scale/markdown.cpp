@@ -32,9 +32,9 @@ std::string ScaleMarkdownReporter::render(const scale::ScaleResult& r) const {
          "share | P50 ms | status |\n";
     o << "|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
     for (const auto& p : s.points) {
-      std::string status = p.status == "ok"
+      std::string status = p.status == scale::PointStatus::Ok
                                ? (p.shared_with.empty() ? "ok" : "same run as " + p.shared_with)
-                               : p.status + ": " + p.note;
+                               : std::string(to_string(p.status)) + ": " + p.note;
       o << "| " << p.n << " | " << p.global_batch << " | "
         << (p.micro_batch ? std::to_string(p.micro_batch) : "-") << " | "
         << fixed(p.tokens_per_sec, 1) << " | "

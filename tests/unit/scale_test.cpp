@@ -177,7 +177,7 @@ TEST(ScalePlan, StrongKeepsTheGlobalBatchAndSkipsIndivisibleSizes) {
   EXPECT_EQ(pts[0].micro_batch, 8);
   EXPECT_EQ(pts[1].micro_batch, 4);
   EXPECT_EQ(pts[2].n, 3);
-  EXPECT_EQ(pts[2].status, "skipped");
+  EXPECT_EQ(pts[2].status, scale::PointStatus::Skipped);
   EXPECT_EQ(pts[2].global_batch, 8);  // never changed
   EXPECT_TRUE(contains(pts[2].note, "not divisible by 3")) << pts[2].note;
   EXPECT_EQ(pts[3].micro_batch, 2);
@@ -187,7 +187,7 @@ TEST(ScalePlan, StrongKeepsTheGlobalBatchAndSkipsIndivisibleSizes) {
 TEST(ScalePlan, WeakScalesTheGlobalBatchWithTheRanks) {
   const auto pts = plan_series(Mode::Weak, {1, 2, 3, 4}, 8);
   for (const auto& p : pts) {
-    EXPECT_EQ(p.status, "ok");
+    EXPECT_EQ(p.status, scale::PointStatus::Ok);
     EXPECT_EQ(p.global_batch, 8 * p.n);
     EXPECT_EQ(p.micro_batch, 8);
   }
@@ -234,7 +234,7 @@ TEST(ScaleMath, ReferenceIsTheSmallestMeasuredSize) {
   ScaleSeries s;
   s.mode = Mode::Weak;
   auto failed = measured(Mode::Weak, 1, 8, {});
-  failed.status = "failed";
+  failed.status = scale::PointStatus::Failed;
   s.points = {failed, measured(Mode::Weak, 2, 16, {200}), measured(Mode::Weak, 4, 32, {360})};
   finish_series(s);
   EXPECT_EQ(s.ref_n, 2);
