@@ -14,6 +14,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/vocab/fault_config.cpp
   harness/vocab/checkpoint_config.cpp
   harness/vocab/profile_config.cpp
+  harness/vocab/host_work.cpp
   harness/vocab/stability_config.cpp
   harness/train/stability.cpp
   harness/train/profile/trace.cpp

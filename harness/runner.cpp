@@ -213,6 +213,7 @@ int train_rank(const RunRequest& req, const config::Config& cfg, const dist::Ran
   if (outcome.trace) outcome.trace->write(folder.trace(who.rank));
   if (rank0 && outcome.profiled_steps > 0)
     folder.write_layer_costs(outcome.profiled_steps, outcome.layer_costs);
+  if (rank0 && outcome.host_work) folder.write_host_work(*outcome.host_work);
   // A resumed run's summary covers the whole curve: earlier steps come from the log.
   auto records = req.resume.empty() ? outcome.records : runs::read_metrics(metrics);
   auto summary = write_summary(outcome, records);

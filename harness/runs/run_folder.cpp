@@ -31,6 +31,10 @@ void RunFolder::write_summary(const RunSummary& s) const {
   util::write_atomic(summary(), to_json(s).dump(2) + "\n");
 }
 
+void RunFolder::write_host_work(const HostWork& w) const {
+  util::write_atomic(host_work(), host_work_json(w).dump(2) + "\n");
+}
+
 void RunFolder::write_layer_costs(int64_t steps, const std::vector<UnitCost>& units) const {
   util::write_atomic(layer_costs(), layer_costs_json(steps, units).dump(2) + "\n");
 }

@@ -6,6 +6,7 @@
 //   metrics.jsonl          one JSON line per step (rank 0); metrics.rank<r>.jsonl for r > 0
 //   summary.json           the run's summary
 //   layer_costs.json       per-layer forward/backward ms of the profiled window
+//   host_work.json         the profiled window's host work per step (ops, allocations, syncs)
 //   trace.rank<r>.json     Chrome trace events of rank r
 //   checkpoints/           completed checkpoints (harness/train/checkpoint.h)
 //   lockstep.log           a child run's stdout and stderr (harness/runs/child_run.h)
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/vocab/host_work.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep::runs {
@@ -33,6 +35,7 @@ class RunFolder {
   std::filesystem::path metrics(int64_t rank = 0) const;  // metrics.jsonl | metrics.rank<r>.jsonl
   std::filesystem::path summary() const { return dir_ / "summary.json"; }
   std::filesystem::path layer_costs() const { return dir_ / "layer_costs.json"; }
+  std::filesystem::path host_work() const { return dir_ / "host_work.json"; }
   std::filesystem::path trace(int64_t rank) const;
   std::filesystem::path checkpoints() const { return dir_ / "checkpoints"; }
   std::filesystem::path log() const { return dir_ / "lockstep.log"; }
@@ -42,6 +45,7 @@ class RunFolder {
   void write_config(const std::string& toml) const;
   void write_summary(const RunSummary& s) const;
   void write_layer_costs(int64_t steps, const std::vector<UnitCost>& units) const;
+  void write_host_work(const HostWork& w) const;
 
   // Every rank's metrics: metrics.jsonl, then metrics.rank<r>.jsonl for r = 1, 2, ... while
   // present, each as written (step order). Throws like read_metrics.

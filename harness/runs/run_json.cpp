@@ -1,5 +1,6 @@
 #include "harness/runs/run_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -207,6 +208,52 @@ json layer_costs_json(int64_t steps, const std::vector<UnitCost>& units) {
   for (const auto& u : units)
     a.push_back({{"name", u.name}, {"forward_ms", u.forward_ms}, {"backward_ms", u.backward_ms}});
   return json{{"steps", steps}, {"units", a}};
+}
+
+namespace {
+
+// Per-phase counts as {phase: count per step}, the phases with none left out.
+json per_phase(const std::array<int64_t, kPhaseCount>& counts, double steps) {
+  json j = json::object();
+  for (int p = 0; p < kPhaseCount; ++p)
+    if (counts[p] != 0) j[phase_name(static_cast<Phase>(p))] = counts[p] / steps;
+  return j;
+}
+
+}  // namespace
+
+json host_work_json(const HostWork& w) {
+  const double n = static_cast<double>(std::max<int64_t>(w.steps, 1));
+  json phases = json::object();
+  for (int p = 0; p < kPhaseCount; ++p) {
+    if (w.ops_in[p] == 0 && w.allocs_in[p] == 0 && w.syncs_in[p] == 0) continue;
+    phases[phase_name(static_cast<Phase>(p))] = {{"ops", w.ops_in[p] / n},
+                                                 {"allocations", w.allocs_in[p] / n},
+                                                 {"syncs", w.syncs_in[p] / n},
+                                                 {"weight_casts", w.weight_casts_in[p] / n}};
+  }
+  json ops = json::array();
+  for (const auto& [name, counts] : w.ops) {
+    json callers = json::object();
+    if (const auto it = w.roots.find(name); it != w.roots.end())
+      for (const auto& [root, calls] : it->second) callers[root] = calls / n;
+    ops.push_back({{"name", name},
+                   {"calls", w.calls(name) / n},
+                   {"phases", per_phase(counts, n)},
+                   {"callers", callers}});
+  }
+  std::stable_sort(ops.begin(), ops.end(), [](const json& a, const json& b) {
+    return a["calls"].get<double>() > b["calls"].get<double>();
+  });
+  return json{{"steps", w.steps},
+              {"per_step",
+               {{"ops", w.total_ops() / n},
+                {"allocations", w.total_allocs() / n},
+                {"syncs", w.total_syncs() / n},
+                {"syncs_inside_step", w.syncs_inside_step() / n},
+                {"weight_casts", w.total_weight_casts() / n}}},
+              {"phases", phases},
+              {"ops", ops}};
 }
 
 }  // namespace lockstep::runs

@@ -14,6 +14,7 @@
 #include "harness/train/micro_step.h"
 #include "harness/train/model_builder.h"
 #include "harness/train/phase_timer.h"
+#include "harness/train/profile/host_work.h"
 #include "harness/train/stability.h"
 #include "harness/util/clock.h"
 #include "harness/vocab/checkpoint_config.h"
@@ -225,6 +226,11 @@ Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOpti
   s.hooks.add(std::make_unique<TurnHook>(std::move(turn), s.progress));
   s.hooks.add(s.m->faults);
   s.hooks.add(std::make_unique<ProfileHook>(*s.m));
+  // The host work is counted over the profile window's steps (untimed already).
+  if (const auto& p = s.m->prof; p.host_work && p.window > 0) {
+    const int64_t first = p.first_step(s.m->run.warmup_steps);
+    s.hooks.add(std::make_unique<HostWorkHook>(first, first + p.window - 1));
+  }
   for (const auto& h : s.opts.hooks) s.hooks.add(*h);
   s.micro = make_micro_step(*s.m);
 
@@ -328,14 +334,21 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
   for (int64_t step = s.first_step; step <= last_step; ++step) {
     StepRecord rec;
     StepView v = s.begin_step(step, rec);
-    torch::Tensor loss_sum =
-        torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(m.device));
-    for (v.micro = 0; v.micro < A; ++v.micro) {
-      s.data(v);  // tokens: (B, T+1), on the host
-      const Losses loss = s.forward(v);
-      s.backward(v, loss.train);
-      s.reduce(v, v.micro == A - 1);
-      loss_sum += loss.reported.detach().to(torch::kFloat64);
+    torch::Tensor loss_sum;  // the micro-batches' losses, summed in fp64 (its own copy)
+    {
+      // The weights' low-precision casts: once per step, not once per micro-batch.
+      const auto casts = m.precision->step_casts(A > 1 && !m.run.cuda_graphs);
+      for (v.micro = 0; v.micro < A; ++v.micro) {
+        s.data(v);  // tokens: (B, T+1), on the host
+        const Losses loss = s.forward(v);
+        s.backward(v, loss.train);
+        s.reduce(v, v.micro == A - 1);
+        const auto reported = loss.reported.detach();
+        if (v.micro == 0)
+          loss_sum = reported.to(torch::kFloat64, /*non_blocking=*/false, /*copy=*/true);
+        else
+          loss_sum += reported.to(torch::kFloat64);
+      }
     }
     const auto [local_loss, global_loss] = s.update(v, loss_sum);
     s.read(v, local_loss, global_loss);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/vocab/host_work.h"
 #include "harness/vocab/records.h"
 
 namespace lockstep::train {
@@ -36,6 +37,9 @@ struct TrainOutcome {
   std::vector<RankMemory> memory_per_rank;
   int64_t profiled_steps = 0;
   std::shared_ptr<class TraceLog> trace;  // null when [profile] trace = false
+  // the window's host work (harness/train/profile/host_work.h); none when [profile] host_work =
+  // false or no step was counted
+  std::optional<HostWork> host_work;
 };
 
 }  // namespace lockstep::train

@@ -25,6 +25,10 @@ const config::SectionSchema& profile_schema() {
                         "CUDA only: NVTX ranges (step, phases, layers, collectives) for Nsight "
                         "Systems")
               .kind(Knob::None),
+          KeySpec::Bool("host_work", true,
+                        "count the window's host work per step (operators by name and phase, "
+                        "allocations, host syncs, weight casts) into host_work.json")
+              .kind(Knob::None),
       },
       // Warmup and profiled steps are never timed: a window that covers every step after the
       // warmup would leave a run with no timing at all (null tokens/s), so say so up front.
@@ -48,7 +52,8 @@ const config::SectionSchema& profile_schema() {
 
 ProfileConfig ProfileConfig::from(const config::Config& c) {
   return ProfileConfig{c.integer("profile.window"), c.integer("profile.start"),
-                       c.flag("profile.trace"), c.flag("profile.nvtx")};
+                       c.flag("profile.trace"), c.flag("profile.nvtx"),
+                       c.flag("profile.host_work")};
 }
 
 }  // namespace lockstep::train

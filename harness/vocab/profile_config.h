@@ -11,6 +11,7 @@ struct ProfileConfig {
   int64_t start = 0;   // first profiled step (0 = the first step after run.warmup_steps)
   bool trace = true;   // write trace.rank<r>.json (phases of every step, operators in the window)
   bool nvtx = false;   // NVTX ranges for Nsight Systems (CUDA): step, phases, layers, collectives
+  bool host_work = true;  // count the window's host work per step into host_work.json
 
   // The window's first step: `start`, or the step after the warmup.
   int64_t first_step(int64_t warmup_steps) const { return start > 0 ? start : warmup_steps + 1; }

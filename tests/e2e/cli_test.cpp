@@ -120,6 +120,41 @@ TEST(Run, SameConfigTwiceGivesBitwiseIdenticalLossesAndLearns) {
   EXPECT_EQ(s["profiled_steps"].get<int>(), 5);
 }
 
+// host_work.json: the profiled window's host work per step (issue 52), on by default.
+TEST(Run, HostWorkOfTheProfiledWindowIsInTheRunFolder) {
+  TempDir tmp;
+  auto on = run_lockstep(
+      {"run", "configs/baseline.toml", "--steps", "12", "--out", tmp / "on", "--quiet"},
+      tmp.path());
+  auto off = run_lockstep({"run", "configs/baseline.toml", "--steps", "12", "--out", tmp / "off",
+                           "--quiet", "--set", "profile.host_work=false"},
+                          tmp.path());
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "off" / "host_work.json"));
+  const auto w = read_json(tmp.path() / "on" / "host_work.json");
+  EXPECT_EQ(w["steps"].get<int>(), 5);  // the profile window: steps 6-10
+  const auto& per = w["per_step"];
+  EXPECT_EQ(per["syncs_inside_step"].get<double>(), 0.0);
+  EXPECT_EQ(per["syncs"].get<double>(), 2.0);  // the loss and the gradient norm, after the step
+  EXPECT_EQ(w["phases"]["other"]["syncs"].get<double>(), 2.0);
+  EXPECT_EQ(per["weight_casts"].get<double>(), 0.0);  // fp32
+  EXPECT_GT(per["allocations"].get<double>(), 0.0);
+  // tiny: 2 blocks of 4 Linear layers, one addmm each in the forward; the ops sorted by calls.
+  double addmm = -1, previous = 1e300, total = 0;
+  for (const auto& op : w["ops"]) {
+    EXPECT_LE(op["calls"].get<double>(), previous) << op["name"];
+    previous = op["calls"].get<double>();
+    total += previous;
+    if (op["name"] == "aten::addmm") {
+      addmm = op["calls"].get<double>();
+      EXPECT_EQ(op["phases"]["forward"].get<double>(), 8.0);
+    }
+  }
+  EXPECT_EQ(addmm, 8.0);
+  EXPECT_EQ(total, per["ops"].get<double>());
+}
+
 TEST(Run, NonFiniteLossStopsWithExit3NamingTheStepAndKeepsMetrics) {
   TempDir tmp;
   auto r = run_lockstep({"run", "tests/configs/nonfinite.toml", "--out", tmp / "r", "--quiet"},

@@ -16,36 +16,15 @@
 // Counted steps run slower (a callback per operator): the hook asks for them to be untimed.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <string>
 
 #include "harness/train/hook/step_hook.h"
+#include "harness/vocab/host_work.h"
 
 namespace lockstep::train {
 
-// What one or more steps did on the host, per phase (indexed by Phase).
-struct HostWork {
-  int64_t steps = 0;
-  std::map<std::string, std::array<int64_t, kPhaseCount>> ops;  // operator -> calls per phase
-  // operator -> the outermost operator (or autograd node) each call ran under -> calls: who asks
-  // for a fill_ or a cast. A top-level call is its own root.
-  std::map<std::string, std::map<std::string, int64_t>> roots;
-  std::array<int64_t, kPhaseCount> ops_in{}, allocs_in{}, syncs_in{};
-  // aten::_to_copy of a parameter (a leaf that requires grad) to another dtype: autocast's
-  // weight casts, and any other copy of a weight in low precision.
-  std::array<int64_t, kPhaseCount> weight_casts_in{};
-
-  int64_t calls(const std::string& op) const;  // all phases
-  int64_t total_ops() const;
-  int64_t total_allocs() const;
-  int64_t total_syncs() const;
-  int64_t total_weight_casts() const;
-  // Syncs in data, forward, backward, comm and optimizer: the ones that stall a device's queue.
-  int64_t syncs_inside_step() const;
-};
+using lockstep::HostWork;  // harness/vocab/host_work.h
 
 class HostWorkHook final : public StepHook {
  public:
@@ -56,6 +35,8 @@ class HostWorkHook final : public StepHook {
   StepNeeds needs(int64_t step) const override;
   void on_phase(Phase phase, Edge edge, StepView& view) override;
   void after_step(int64_t step, const PhaseTimer& timer, const StepRecord& rec) override;
+  // The counted steps into the run's outcome (host_work.json), when any were counted.
+  void finish(TrainOutcome& out) override;
 
   const HostWork& counted() const { return work_; }
 
