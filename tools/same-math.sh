@@ -23,12 +23,14 @@ runs=(
   "fp32|$base|"
   "accum2|$base|data.grad_accum=2"
   "bf16|configs/variants/bf16.toml|"
+  "bf16accum2|configs/variants/bf16.toml|data.grad_accum=2"
   "outlier_zloss|$base|stability.skip_outlier_z=3 stability.z_loss=1e-4"
   "faults|$base|faults.lr_spike_at=12 faults.corrupt_batch_at=15 faults.grad_blowup_at=20 faults.weight_rounding_noise=1e-3"
   "zero3x1|configs/variants/zero3.toml|parallel.world_size=1"
   "zero3x2|configs/variants/zero3.toml|parallel.world_size=2"
+  "zero3bf16x2|configs/variants/zero3.toml|parallel.world_size=2 precision.compute=bf16 data.grad_accum=2"
 )
-# SAME_MATH_SKIP="zero3x2 ...": runs to leave out (the wheel build has no Gloo: 2 ranks on a CPU
+# SAME_MATH_SKIP="zero3x2 zero3bf16x2 ...": runs to leave out (the wheel build has no Gloo: 2 ranks on a CPU
 # cannot run there).
 
 fields() {  # the math of every step, one line per step and rank

@@ -68,13 +68,23 @@ Precision::Precision(const PrecisionConfig& cfg, const torch::Device& device)
   }
 }
 
-Precision::Scope::Scope(const Precision& p) : active_(p.autocast_), device_(p.device_) {
-  if (active_) compat::set_autocast(device_, true, p.dtype_);
+Precision::Scope::Scope(const Precision& p) : p_(p) {
+  if (p_.autocast_) compat::set_autocast(p_.device_, true, p_.dtype_);
 }
 
 Precision::Scope::~Scope() {
-  if (!active_) return;
-  compat::set_autocast(device_, false, at::kFloat);
+  if (!p_.autocast_) return;
+  compat::set_autocast(p_.device_, false, at::kFloat);
+  if (!p_.keep_casts_) at::autocast::clear_cache();
+}
+
+Precision::StepCasts::StepCasts(const Precision& p, bool keep) : p_(p), keep_(keep && p.autocast_) {
+  if (keep_) p_.keep_casts_ = true;
+}
+
+Precision::StepCasts::~StepCasts() {
+  if (!keep_) return;
+  p_.keep_casts_ = false;
   at::autocast::clear_cache();
 }
 

@@ -24,7 +24,8 @@ class Precision {
   // (fp16 on CPU with LibTorch 1.13); the message says why.
   Precision(const PrecisionConfig& cfg, const torch::Device& device);
 
-  // RAII: lower-precision autocast for the forward pass and the loss.
+  // RAII: lower-precision autocast for the forward pass and the loss. At its end autocast's
+  // weight casts are dropped, unless a StepCasts is open.
   class Scope {
    public:
     Scope(const Precision& p);
@@ -33,10 +34,27 @@ class Precision {
     Scope& operator=(const Scope&) = delete;
 
    private:
-    bool active_;
-    at::DeviceType device_;
+    const Precision& p_;
   };
   Scope forward_scope() const { return Scope(*this); }
+
+  // RAII over a step's micro-batches: the weights' low-precision casts are made once, by the
+  // first micro-batch's forward, and reused by the others (autocast's cache, which holds a cast
+  // per fp32 leaf weight), then dropped at its end, before the update changes the weights. The
+  // same casts of the same weights: the math is unchanged. Not under CUDA graphs (a capture's
+  // casts belong to the graph's pool).
+  class StepCasts {
+   public:
+    StepCasts(const Precision& p, bool keep);
+    ~StepCasts();
+    StepCasts(const StepCasts&) = delete;
+    StepCasts& operator=(const StepCasts&) = delete;
+
+   private:
+    const Precision& p_;
+    bool keep_;
+  };
+  StepCasts step_casts(bool keep) const { return StepCasts(*this, keep); }
 
   double loss_scale() const { return scale_; }
   // Called once per step after unscaling with whether the gradients are finite. Returns true
@@ -54,6 +72,7 @@ class Precision {
   PrecisionConfig cfg_;
   at::DeviceType device_;
   bool autocast_ = false;
+  mutable bool keep_casts_ = false;  // a StepCasts is open
   at::ScalarType dtype_ = at::kFloat;
   bool dynamic_scaling_ = false;
   double scale_ = 1.0;

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "harness/compat/autocast_weight.h"
 
 namespace lockstep::workloads {
 namespace {
@@ -9,9 +14,13 @@ namespace {
 // A Linear over the last dim of (..., in) as one addmm on (N, in): LibTorch 1.13's Linear on 3-D
 // input runs a matmul and then the bias add as a pass of its own (under autocast with a cast of
 // the bias on top); on 2-D input the bias is the GEMM's accumulator. 2.x flattens the same way.
+// Under autocast the weight and bias come from autocast's cache (compat::autocast_weight): one
+// cast per step, not one per micro-batch; the same values in the same layout reach the GEMM.
 torch::Tensor linear(torch::nn::Linear& lin, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
-  auto y = lin(x.view({-1, sizes.back()}));  // (N, out)
+  auto y = torch::nn::functional::linear(x.view({-1, sizes.back()}),
+                                         compat::autocast_weight(lin->weight),
+                                         compat::autocast_weight(lin->bias));  // (N, out)
   sizes.back() = y.size(1);
   return y.view(sizes);
 }
@@ -108,11 +117,24 @@ void GPTImpl::remove_hooks(UnitHooks* hooks) {
   hooks_.erase(std::remove(hooks_.begin(), hooks_.end(), hooks), hooks_.end());
 }
 
+namespace {
+
+// (T) positions 0..T-1, built once per length and device (thread-local: serving's lanes run
+// forwards at once); an inference-mode tensor cannot be saved for a backward, so by mode too.
+const torch::Tensor& positions(int64_t T, const torch::TensorOptions& opts) {
+  thread_local std::map<std::tuple<int64_t, std::string, bool>, torch::Tensor> cache;
+  auto& p = cache[{T, opts.device().str(), c10::InferenceMode::is_enabled()}];
+  if (!p.defined()) p = torch::arange(T, opts);
+  return p;
+}
+
+}  // namespace
+
 torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
   const int64_t T = idx.size(1);
   for (auto* h : hooks_) h->before_forward(0);
-  auto pos = torch::arange(T, idx.options());  // (T)
-  auto x = wte(idx) + wpe(pos);                // (B, T, C)
+  const auto& pos = positions(T, idx.options());  // (T)
+  auto x = wte(idx) + wpe(pos);                     // (B, T, C)
   for (auto* h : hooks_) h->after_embedding(x);
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const int unit = static_cast<int>(i) + 1;
@@ -121,7 +143,7 @@ torch::Tensor GPTImpl::forward(const torch::Tensor& idx) {
     for (auto* h : hooks_) h->after_forward(unit, x);
   }
   x = kernels_.layer_norm(x, ln_f->weight, ln_f->bias, ln_f->options.eps());  // (B, T, C)
-  auto logits = torch::matmul(x, wte->weight.t());  // (B, T, V), head tied to wte
+  auto logits = torch::matmul(x, compat::autocast_weight(wte->weight).t());  // (B, T, V), tied
   for (auto* h : hooks_) h->after_forward(0, logits);
   return logits;
 }

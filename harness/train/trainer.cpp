@@ -336,8 +336,10 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     StepView v = s.begin_step(step, rec);
     torch::Tensor loss_sum;  // the micro-batches' losses, summed in fp64 (its own copy)
     {
-      // The weights' low-precision casts: once per step, not once per micro-batch.
-      const auto casts = m.precision->step_casts(A > 1 && !m.run.cuda_graphs);
+      // The weights' low-precision casts: once per step, not once per micro-batch. Not under
+      // ZeRO-3, whose parameters' storage comes and goes with each unit's forward and backward.
+      const auto casts =
+          m.precision->step_casts(A > 1 && !m.run.cuda_graphs && m.par.zero_stage < 3);
       for (v.micro = 0; v.micro < A; ++v.micro) {
         s.data(v);  // tokens: (B, T+1), on the host
         const Losses loss = s.forward(v);

@@ -73,19 +73,20 @@ int64_t fills_outside_autograd_nodes(const train::HostWork& w) {
   return n;
 }
 
-// At the reference's one micro-batch per step. (With grad_accum 2 each micro-batch's backward
-// seeds its own gradient and autocast casts the weights again: 3 fills and 34 casts per step
-// at tiny; casting once per step is issue 52's next cut.)
+// At one and at two micro-batches per step. (With grad_accum 2 each micro-batch's backward seeds
+// its own gradient: one more fill per micro-batch; the weights are still cast once per step,
+// Precision::StepCasts.)
 TEST(HostWork, OneZeroingOfTheGradientsAndWeightsCastOncePerStep) {
-  for (const std::string compute : {"fp32", "bf16"}) {
-    SCOPED_TRACE(compute);
-    const auto c = run(tiny(compute, 1), true);
+  for (const auto& [compute, accum] : std::vector<std::pair<std::string, int64_t>>{
+           {"fp32", 1}, {"bf16", 1}, {"fp32", 2}, {"bf16", 2}}) {
+    SCOPED_TRACE(compute + " grad_accum " + std::to_string(accum));
+    const auto c = run(tiny(compute, accum), true);
     ASSERT_EQ(c.work.steps, 2);
-    // Per step: the flat gradient buffer's zero_ and the backward's seed (ones_like).
+    // Per step: the flat gradient buffer's zero_, and each micro-batch's backward seed (ones_like).
     std::string callers;
     for (const auto& [root, calls] : c.work.roots.at("aten::fill_"))
       callers += root + " " + std::to_string(calls) + "; ";
-    EXPECT_EQ(fills_outside_autograd_nodes(c.work), 2 * 2) << callers;
+    EXPECT_EQ(fills_outside_autograd_nodes(c.work), 2 * (1 + accum)) << callers;
     // tiny: 2 blocks of 4 Linear layers (weight and bias) and the tied wte are the GEMMs'
     // parameters: bf16 autocast casts each once per forward (its cache), nothing else is cast.
     const int64_t params = 4 + 12 * 2;
