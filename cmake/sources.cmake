@@ -75,6 +75,7 @@ set(LOCKSTEP_CORE_SOURCES
   reports/serve_html.cpp
   harness/compare/comparison_stats.cpp
   harness/compare/envelope.cpp
+  harness/compare/envelope_noise.cpp
   harness/compare/probe_check.cpp
   harness/compare/sequential.cpp
   harness/compare/plan.cpp

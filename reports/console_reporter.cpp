@@ -122,7 +122,8 @@ std::string ConsoleReporter::render(const compare::CompareResult& r) const {
   }
   if (a.envelope)
     rows.push_back({"envelope", std::to_string(a.envelope->runs) + " runs, noise " +
-                                    a.envelope->noise_source,
+                                    a.envelope->noise_source +
+                                    (text::noise_dtype_origin(r).empty() ? "" : ": " + text::noise_dtype_origin(r)),
                     "E(" + std::to_string(a.check_step) + ") " + general(a.envelope->at_check),
                     "bound " + general(a.envelope->factor) + " x E = " +
                         general(a.envelope->bound_at_check) +

@@ -129,6 +129,7 @@ void alignment(std::ostream& o, const compare::CompareResult& r) {
   if (a.envelope)
     o << "<p>Noise envelope from " << a.envelope->runs
       << " perturbed baseline runs (weight noise " << html_escape(a.envelope->noise_source)
+      << (text::noise_dtype_origin(r).empty() ? "" : ": " + html_escape(text::noise_dtype_origin(r)))
       << ", trailing window " << a.envelope->window << " steps): E(" << a.check_step
       << ") = " << fixed(a.envelope->at_check, 6) << ", bound " << util::format_number("%g", a.envelope->factor)
       << " × E = " << fixed(a.envelope->bound_at_check, 6) << "; the variant is "

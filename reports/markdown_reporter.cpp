@@ -155,7 +155,9 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
                      a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
   if (a.envelope)
     o << "\nNoise envelope (" << a.envelope->runs << " perturbed baseline runs, weight noise "
-      << markdown_escape(a.envelope->noise_source) << "): E(" << a.check_step
+      << markdown_escape(a.envelope->noise_source)
+      << (text::noise_dtype_origin(r).empty() ? "" : ": " + markdown_escape(text::noise_dtype_origin(r)))
+      << "): E(" << a.check_step
       << ") = " << fixed(a.envelope->at_check, 6) << ", bound " << util::format_number("%g", a.envelope->factor)
       << " × E = " << fixed(a.envelope->bound_at_check, 6) << "; variant "
       << (a.envelope->inside ? "inside" : "**outside**") << "\n";

@@ -87,6 +87,24 @@ std::string text::timing_methods(const compare::CompareResult& r) {
          " CI; the rest: " + rest;
 }
 
+std::string text::noise_dtype_origin(const compare::CompareResult& r) {
+  const auto& e = r.alignment.envelope;
+  if (!e || e->noise_dtype.from == compare::DtypeFrom::Gate) return "";
+  const std::string& d = e->noise_dtype.dtype;
+  const std::string arm = compare::to_string(e->noise_dtype.arm);
+  std::string s;
+  switch (e->noise_dtype.from) {
+    case compare::DtypeFrom::Hello: s = d + ", declared in the " + arm + "'s hello"; break;
+    case compare::DtypeFrom::Config: s = d + ", the " + arm + "'s [precision] compute"; break;
+    default:
+      s = d + ", the default (the " + arm + " declares no compute dtype in its hello or [precision])";
+  }
+  const std::string& seen = r.variant_trainer.observed_compute;
+  if (!seen.empty() && seen != r.variant_trainer.compute)
+    s += "; the variant's trainer was seen computing in " + seen + " (observed, not declared)";
+  return s;
+}
+
 std::string text::probe_summary(const compare::Alignment& a) {
   const auto& p = a.probe;
   if (!p.run) return p.note.empty() ? "" : "function probe " + p.note;

@@ -44,6 +44,11 @@ std::string timing_summary(const compare::CompareResult& r);
 // probes): largest ratio 1.38 (activation[1] at step 120), bound 2.5: inside"; its note when it
 // did not run; "" when not planned.
 std::string probe_summary(const compare::Alignment& a);
+// Why the envelope's noise is that dtype's: "bf16, declared in the variant's hello", "bf16, the
+// variant's [precision] compute", "fp32, the default (...)"; then what the variant's trainer was
+// seen computing in when that differs ("observed, not declared"). "" without an envelope or when
+// [gate] envelope_noise set the noise.
+std::string noise_dtype_origin(const compare::CompareResult& r);
 // The tests behind the performance table: "medians, 95% bootstrap CI, Mann-Whitney p", and for
 // pairs that took turns "tokens/s: paired t over the pairs' log ratios; ..." first.
 std::string timing_methods(const compare::CompareResult& r);

@@ -133,7 +133,8 @@ def main():
     ap.add_argument("--slowdown-pct", type=float, default=0.0,
                     help="a planted slowdown made of real work: GEMMs for this percent of the step's time")
     args = ap.parse_args()
-    ls = lt.Session(supports=("turns", "noise", "probe"))
+    # The hello declares the dtype the step computes in: it sets the noise envelope's u.
+    ls = lt.Session(supports=("turns", "noise", "probe"), compute=args.dtype)
     autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16")  # noqa: E731
 
     torch.set_num_threads(1)  # a fixed thread count: part of determinism

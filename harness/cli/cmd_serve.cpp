@@ -17,6 +17,7 @@
 #include "harness/cli/cli.h"
 #include "harness/cli/validators.h"
 #include "harness/compare/comparison_stats.h"
+#include "harness/compare/envelope_noise.h"
 #include "harness/compare/request.h"
 #include "harness/config/config.h"
 #include "harness/finish.h"

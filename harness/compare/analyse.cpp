@@ -106,6 +106,7 @@ std::optional<EnvelopeInput> envelope_input(const ComparisonPlan& plan,
   EnvelopeInput e;
   e.noise = plan.envelope_noise;
   e.noise_source = plan.envelope_noise_source;
+  e.noise_dtype = plan.envelope_noise_dtype;
   e.factor = r.policy.envelope_factor;
   for (size_t i = 0; i < plan.alignment.size(); ++i) {
     if (plan.alignment[i].role != Role::Envelope) continue;

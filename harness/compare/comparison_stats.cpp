@@ -7,7 +7,6 @@
 #include "harness/compare/envelope.h"
 #include "harness/stats/statistics.h"
 #include "harness/runs/summary.h"
-#include "variants/precision_traits.h"
 
 namespace lockstep::compare {
 
@@ -64,6 +63,7 @@ std::string judge_by_envelope(Alignment& a, const std::vector<double>& b, int64_
   e.factor = in.factor;
   e.noise = in.noise;
   e.noise_source = in.noise_source;
+  e.noise_dtype = in.noise_dtype;
   e.window = in.window > 0 ? in.window : envelope_window(n);
   e.values = noise_envelope(b, in.curves, e.window);
   if (static_cast<int64_t>(e.values.size()) >= a.check_step)
@@ -457,23 +457,6 @@ Breakdown compare_breakdown(const ArmResult& b, const ArmResult& v) {
     out.findings.push_back(buf);
   }
   return out;
-}
-
-// The envelope's noise: [gate] envelope_noise, else the unit roundoff of the lower of the two
-// arms' compute precisions on their device (bf16 vs fp32: bf16's).
-std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
-                                              const config::Config& b) {
-  if (p.envelope_noise > 0) return {p.envelope_noise, "[gate] envelope_noise"};
-  // fp32 unless an arm computes in something coarser (an unparsable name is the config's error).
-  variants::Compute worst = variants::Compute::FP32;
-  variants::Roundoff r = variants::unit_roundoff(worst, a.str("run.device"));
-  for (const auto* c : {&a, &b}) {
-    const auto compute = variants::parse_compute(c->str("precision.compute"));
-    if (!compute) continue;
-    const auto rc = variants::unit_roundoff(*compute, c->str("run.device"));
-    if (rc.u > r.u) r = rc, worst = *compute;
-  }
-  return {r.u, "unit roundoff of " + std::string(variants::name_of(worst)) + " (" + r.label + ")"};
 }
 
 }  // namespace lockstep::compare

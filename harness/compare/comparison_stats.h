@@ -25,11 +25,6 @@ struct KnobReport {
 // device, implementations by the knob class their registry entries declare.
 KnobReport classify_changes(const std::vector<config::Change>& changes);
 
-// The envelope's noise: [gate] envelope_noise, else the unit roundoff of the lower of the two
-// arms' compute precisions on their device (bf16 vs fp32: bf16's); and where it came from.
-std::pair<double, std::string> envelope_noise(const gate::Policy& p, const config::Config& a,
-                                              const config::Config& b);
-
 struct BandInput {
   std::vector<int64_t> seeds;
   std::vector<double> losses;  // baseline loss at the check step per seed; [0] = comparison seed
@@ -41,6 +36,7 @@ struct EnvelopeInput {
   std::vector<int64_t> noise_seeds;
   double noise = 0;          // the relative weight noise they ran with
   std::string noise_source;  // where that size came from
+  NoiseDtype noise_dtype;    // whose dtype, declared where
   double factor = 3;         // c
   int64_t window = 0;        // E's trailing window; 0 = envelope_window(steps)
 };

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "harness/compare/comparison_stats.h"
+#include "harness/compare/envelope_noise.h"
 #include "harness/compare/golden_mode.h"
 #include "harness/external/external_config.h"
 #include "harness/registry/catalog.h"
@@ -326,8 +327,14 @@ bool plan_envelope(ComparisonPlan& p, const CompareRequest& req, const CheckPlan
                          "envelope");
   if (p.klass == config::Knob::Approximate) p.approximate_rule = envelope ? Rule::Envelope : Rule::SeedBand;
   if (!envelope) return false;
-  std::tie(p.envelope_noise, p.envelope_noise_source) =
-      envelope_noise(p.policy, p.baseline_config, p.variant_config);
+  const NoiseChoice noise = choose_envelope_noise(p.policy, p.baseline_config, p.variant_config,
+                                                 c.btrainer, c.vtrainer);
+  p.envelope_noise = noise.u;
+  p.envelope_noise_source = noise.source;
+  p.envelope_noise_dtype = noise.dtype;
+  if (auto w = same_dtype_warning(p.policy, noise, p.variant_path, c.vtrainer.observed_compute);
+      !w.empty())
+    p.warnings.push_back(w);
   for (int64_t k = 1; k <= p.policy.envelope_runs; ++k) {
     const std::string label = "baseline-noise" + std::to_string(k);
     // Only its losses are read: no profile window (no Kineto, no trace) in this process.

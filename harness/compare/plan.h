@@ -26,6 +26,7 @@
 #include "harness/config/config.h"
 #include "harness/runs/child_run.h"
 #include "harness/vocab/compare_kinds.h"
+#include "harness/vocab/compare_result.h"
 #include "harness/vocab/gate_policy.h"
 #include "harness/vocab/trainer_protocol.h"
 
@@ -65,6 +66,7 @@ struct ComparisonPlan {
   std::optional<Rule> approximate_rule;
   double envelope_noise = 0;          // the envelope runs' relative gradient noise
   std::string envelope_noise_source;  // "unit roundoff of bf16 (2^-8)" | "[gate] envelope_noise"
+  NoiseDtype envelope_noise_dtype;    // whose dtype that is, and where (envelope_noise.h)
   int parallel = 1;  // alignment runs at once
   // On CUDA: CUDA_VISIBLE_DEVICES per concurrent alignment run (parallel = its size), so each
   // run's ranks get GPUs of their own. Empty on a CPU comparison.

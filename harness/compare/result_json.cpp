@@ -28,7 +28,13 @@ json trainer_json(const TrainerProtocol& t) {
   json supports = json::array(), lacks = json::array();
   for (auto c : t.supports) supports.push_back(to_string(c));
   for (auto c : t.lacks()) lacks.push_back(to_string(c));
-  return {{"external", t.external}, {"protocol", t.version}, {"supports", supports}, {"lacks", lacks}};
+  return {{"external", t.external},
+          {"protocol", t.version},
+          {"supports", supports},
+          {"lacks", lacks},
+          {"compute", t.compute.empty() ? json(nullptr) : json(t.compute)},
+          {"observed_compute",
+           t.observed_compute.empty() ? json(nullptr) : json(t.observed_compute)}};
 }
 
 // report.json "conformance": null when no kernel was checked (docs/report-schema.md).
@@ -139,6 +145,23 @@ json delta_json(const Delta& d) {
           {"wording", d.wording}};
 }
 
+// report.json "alignment.envelope" (docs/report-schema.md).
+json envelope_json(const Envelope& e) {
+  return {{"runs", e.runs},
+          {"noise_seeds", e.noise_seeds},
+          {"factor", number(e.factor)},
+          {"noise", number(e.noise)},
+          {"noise_source", e.noise_source},
+          {"noise_dtype", str_or_null(e.noise_dtype.dtype)},
+          {"noise_dtype_arm", to_string(e.noise_dtype.arm)},
+          {"noise_dtype_from", to_string(e.noise_dtype.from)},
+          {"window", e.window},
+          {"values", nums(e.values)},
+          {"at_check", number(e.at_check)},
+          {"bound_at_check", number(e.bound_at_check)},
+          {"inside", e.inside}};
+}
+
 json alignment_json(const Alignment& a) {
   json band = nullptr;
   if (a.band)
@@ -148,18 +171,7 @@ json alignment_json(const Alignment& a) {
             {"lo", number(a.band->lo)},
             {"hi", number(a.band->hi)},
             {"inside", a.band->inside}};
-  json envelope = nullptr;
-  if (a.envelope)
-    envelope = {{"runs", a.envelope->runs},
-                {"noise_seeds", a.envelope->noise_seeds},
-                {"factor", number(a.envelope->factor)},
-                {"noise", number(a.envelope->noise)},
-                {"noise_source", a.envelope->noise_source},
-                {"window", a.envelope->window},
-                {"values", nums(a.envelope->values)},
-                {"at_check", number(a.envelope->at_check)},
-                {"bound_at_check", number(a.envelope->bound_at_check)},
-                {"inside", a.envelope->inside}};
+  const json envelope = a.envelope ? envelope_json(*a.envelope) : json(nullptr);
   json probe = nullptr;
   if (a.probe.run) {
     auto table = [](const std::vector<std::vector<double>>& rows) {

@@ -238,6 +238,7 @@ class Watch {
       }
       s.record.timed = s.record.step > warmup_;
       if (s.peak_memory_bytes) o_.peak_memory_bytes = std::max(o_.peak_memory_bytes, *s.peak_memory_bytes);
+      if (o_.protocol.observed_compute.empty()) o_.protocol.observed_compute = s.observed_compute;
       o_.records.push_back(s.record);
       observer_.on_step(s.record);
       step_ms_.push_back(s.record.step_ms);

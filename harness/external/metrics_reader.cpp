@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "variants/precision_traits.h"
+
 namespace lockstep::external {
 namespace {
 using nlohmann::json;
@@ -29,6 +31,17 @@ int64_t count_field(const json& j, const char* key, int64_t line_no) {
   if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
     bad(line_no, std::string("\"") + key + "\" must be a non-negative integer, got " + v.dump());
   return v.get<int64_t>();
+}
+
+// A compute dtype's name (the hello's "compute", a step's "observed_compute"): one of the
+// precisions, checked here so that what is kept is valid.
+std::string compute_field(const json& j, const char* key, const std::string& where, int64_t line_no) {
+  const json& v = j.at(key);
+  const auto names = variants::names_of(variants::all_computes());
+  if (v.is_string() && variants::parse_compute(v.get<std::string>())) return v.get<std::string>();
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  bad(line_no, where + " must be one of " + list + ", got " + v.dump());
 }
 
 }  // namespace
@@ -78,6 +91,8 @@ ExternalStep parse_step_line(const std::string& line, int64_t line_no, int64_t p
   if (any_phase && !j.contains("other_ms")) r.phase_ms["other"] = std::max(0.0, r.step_ms - phases);
   if (j.contains("peak_memory_bytes"))
     s.peak_memory_bytes = count_field(j, "peak_memory_bytes", line_no);
+  if (j.contains("observed_compute"))
+    s.observed_compute = compute_field(j, "observed_compute", "\"observed_compute\"", line_no);
   r.local_loss = r.loss;
   return s;
 }
@@ -113,6 +128,7 @@ std::optional<TrainerProtocol> parse_hello(const std::string& line, int64_t line
       if (p.has(c)) ordered.push_back(c);
     p.supports = ordered;
   }
+  if (h.contains("compute")) p.compute = compute_field(h, "compute", "\"lockstep\".\"compute\"", line_no);
   if (p.version < 2) p.supports.clear();  // protocol 1 is metrics only
   *only_hello = !j.contains("step");
   return p;

@@ -2,7 +2,8 @@
 // Lockstep's own metrics.jsonl (docs/extending.md "The metrics protocol"):
 //   required  step (1, 2, 3, ... in order), loss (null when not finite), step_ms, tokens
 //   optional  grad_norm, lr, data_ms, forward_ms, backward_ms, comm_ms, optimizer_ms, other_ms,
-//             peak_memory_bytes
+//             peak_memory_bytes, observed_compute (the dtype the trainer's helper saw it compute
+//             in: a precision's name; shown in the report, never used for the envelope)
 // Other fields are ignored. MetricsTail reads the file while the trainer still writes it.
 #pragma once
 
@@ -21,6 +22,7 @@ namespace lockstep::external {
 struct ExternalStep {
   StepRecord record;  // `timed` is left false: the runner decides it (warmup steps)
   std::optional<int64_t> peak_memory_bytes;
+  std::string observed_compute;  // "" when the line does not say
 };
 
 // Parses and validates line `line_no` of the file; `previous_step` is the step of the line before
@@ -28,8 +30,9 @@ struct ExternalStep {
 ExternalStep parse_step_line(const std::string& line, int64_t line_no, int64_t previous_step);
 
 // The hello (protocol 2, docs/protocol.md) a line carries, if any: a "lockstep" object with
-// "protocol" (an integer >= 1) and "supports" (capability names; names this Lockstep does not
-// know are ignored). `only_hello` is set when the line carries no step (a hello line of its own).
+// "protocol" (an integer >= 1), "supports" (capability names; names this Lockstep does not
+// know are ignored) and, optionally, "compute" (fp32, tf32, bf16 or fp16: the dtype the trainer
+// computes in, which sets the noise envelope's u). `only_hello` is set when the line carries no step (a hello line of its own).
 // Throws std::runtime_error "line N: ..." when "lockstep" is malformed.
 std::optional<TrainerProtocol> parse_hello(const std::string& line, int64_t line_no, bool* only_hello);
 

@@ -17,6 +17,10 @@ enum class Role { Full, Envelope, SeedBand, Probe, Timing };
 // Tolerance (exact knobs) | Envelope (approximate knobs) | SeedBand (approximate knobs where no
 // envelope can run) | None (declared, not judged) | NotApplicable (a workload change).
 enum class Rule { Tolerance, Envelope, SeedBand, None, NotApplicable };
+// Where the compute dtype behind the noise envelope's u was declared: the trainer's hello, the
+// arm's [precision] compute, neither (the default, fp32), or no dtype at all ([gate]
+// envelope_noise sets u itself).
+enum class DtypeFrom { Hello, Config, Default, Gate };
 // Step: a pair's runs at the same time, taking turns step by step; Repeat: one after the other.
 enum class Interleave { Repeat, Step };
 // A check's verdict (timing checks: the whole CI on the allowed side, beyond the bound, or
@@ -36,6 +40,17 @@ enum class CheckKind {
   MemorySaving,
   FiniteValues
 };
+
+// report.json's words for where the envelope's dtype came from.
+inline const char* to_string(DtypeFrom f) {
+  switch (f) {
+    case DtypeFrom::Hello: return "hello";
+    case DtypeFrom::Config: return "config";
+    case DtypeFrom::Default: return "default";
+    case DtypeFrom::Gate: return "gate";
+  }
+  return "?";
+}
 
 // Passed or failed, not inconclusive.
 inline bool decided(Verdict v) {

@@ -80,6 +80,15 @@ struct SeedBand {
   bool inside = false;         // |variant - baseline| <= half_width
 };
 
+// Which dtype's unit roundoff the envelope's noise is, whose dtype, and where it was declared
+// (harness/compare/envelope_noise.h). `dtype` is a precision's name ("bf16"), "" with
+// DtypeFrom::Gate ([gate] envelope_noise set the noise).
+struct NoiseDtype {
+  std::string dtype;
+  Arm arm = Arm::Variant;
+  DtypeFrom from = DtypeFrom::Default;
+};
+
 // The numerical-noise envelope an approximate variant is judged against (harness/compare/envelope.h).
 struct Envelope {
   int64_t runs = 0;                  // K: perturbed baseline runs at the comparison seed
@@ -87,6 +96,7 @@ struct Envelope {
   double factor = 0;                 // c: the variant must stay within c E(step)
   double noise = 0;                  // relative weight noise per step (faults.weight_rounding_noise)
   std::string noise_source;          // "unit roundoff of bf16 (2^-8)" | "[gate] envelope_noise"
+  NoiseDtype noise_dtype;            // the dtype behind that noise, and where it was declared
   int64_t window = 1;                // E's trailing window (steps)
   std::vector<double> values;        // E(step), index 0 = step 1; NaN = unknown
   double at_check = NAN;             // E(check_step)

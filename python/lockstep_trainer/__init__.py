@@ -4,7 +4,8 @@ A trainer announces what it supports on a hello line, then uses exactly that:
 
     import lockstep_trainer as lt
 
-    ls = lt.Session(supports=("turns", "noise", "probe"))   # reads the LOCKSTEP_* environment
+    ls = lt.Session(supports=("turns", "noise", "probe"),   # reads the LOCKSTEP_* environment
+                    compute="bf16")                          # the dtype it computes in: sets u
     if ls.probe_mode:                                        # a probe run: forwards only
         ls.run_probe(model, load=load_checkpoint, batches=probe_batches, modules=model.blocks)
         return

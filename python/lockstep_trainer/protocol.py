@@ -15,6 +15,34 @@ from .turn import Turn
 
 PROTOCOL = 2
 CAPABILITIES = ("turns", "noise", "probe")
+# The compute dtypes a hello may declare ("compute"): the noise envelope's u is the declared one's
+# unit roundoff (docs/protocol.md "The compute dtype").
+COMPUTES = ("fp32", "tf32", "bf16", "fp16")
+_DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def _compiling():
+    """True while torch.compile traces (the observer then records nothing)."""
+    for mod in ("compiler", "_dynamo"):
+        f = getattr(getattr(torch, mod, None), "is_compiling", None)
+        if f is not None:
+            return bool(f())
+    return False
+
+
+def autocast_compute():
+    """The name of the autocast dtype in effect now ("bf16", "fp16", "fp32"), or None."""
+    get = getattr(torch, "get_autocast_dtype", None)  # torch >= 2.4
+    for dev in ("cuda", "cpu"):
+        if get is not None:
+            on, dtype = torch.is_autocast_enabled(dev), lambda: get(dev)
+        elif dev == "cuda":
+            on, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype
+        else:
+            on, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype
+        if on:
+            return _DTYPE_NAMES.get(dtype())
+    return None
 
 
 def _steps(value):
@@ -42,6 +70,9 @@ class Metrics:
         loss = float(loss)
         line = {"step": step, "loss": loss if math.isfinite(loss) else None,
                 "step_ms": step_ms, "tokens": tokens}
+        seen = self._session.take_observed_compute()
+        if seen:
+            line["observed_compute"] = seen  # once: what the helper saw, not what was declared
         for k, v in extra.items():
             if isinstance(v, float) and not math.isfinite(v):
                 v = None
@@ -64,11 +95,18 @@ class Metrics:
 
 
 class Session:
-    def __init__(self, supports=CAPABILITIES, env=None):
+    def __init__(self, supports=CAPABILITIES, env=None, compute=None):
         env = os.environ if env is None else env
         unknown = set(supports) - set(CAPABILITIES)
         if unknown:
             raise ValueError("unknown capabilities: %s" % ", ".join(sorted(unknown)))
+        if compute is not None and compute not in COMPUTES:
+            raise ValueError("compute must be one of %s, got %r" % (", ".join(COMPUTES), compute))
+        # The dtype the trainer computes in, declared in the hello: it sets the noise envelope's u.
+        # Not declared, the helper watches the model's forward (weight_noise) for an autocast
+        # dtype and reports what it saw on a step line, "observed_compute": shown, never used.
+        self.compute = compute
+        self._observed, self._observed_sent, self._watched = None, False, set()
         self.supports = tuple(c for c in CAPABILITIES if c in supports)
         self.seed = int(env.get("LOCKSTEP_SEED", "0") or 0)
         self._turn = Turn() if "turns" in self.supports else Turn(fd=-1)
@@ -84,7 +122,31 @@ class Session:
         self.probe_batches = int(env.get("LOCKSTEP_PROBE_BATCHES", "2") or 2)
 
     def hello(self):
-        return {"lockstep": {"protocol": PROTOCOL, "supports": list(self.supports)}}
+        hello = {"protocol": PROTOCOL, "supports": list(self.supports)}
+        if self.compute:
+            hello["compute"] = self.compute
+        return {"lockstep": hello}
+
+    # -- compute ----------------------------------------------------------------------------------
+    def _watch(self, model):
+        """Without a declared compute: a forward pre-hook on the model that notes the autocast
+        dtype in effect (read only: the forward's inputs and math are untouched)."""
+        if self.compute or id(model) in self._watched or not hasattr(model, "register_forward_pre_hook"):
+            return
+        self._watched.add(id(model))
+
+        def observe(module, inputs):
+            if self._observed is None and not _compiling():
+                self._observed = autocast_compute()
+
+        model.register_forward_pre_hook(observe)
+
+    def take_observed_compute(self):
+        """What the helper saw the step compute in, the first time it is asked after seeing it."""
+        if self._observed is None or self._observed_sent:
+            return None
+        self._observed_sent = True
+        return self._observed
 
     def metrics(self, path=None):
         return Metrics(self, path or os.environ.get("LOCKSTEP_METRICS", "metrics.jsonl"))
@@ -102,6 +164,7 @@ class Session:
     # -- noise ------------------------------------------------------------------------------------
     def weight_noise(self, model, step):
         """Forward and backward inside compute with W (1 + e); the update sees W."""
+        self._watch(model)
         seed = splitmix64(splitmix64(self.seed) ^ self.noise_seed) & 0x7FFFFFFFFFFFFFFF
         return weight_noise(model, step, self.noise, seed)
 

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli_util.h"
@@ -225,4 +228,99 @@ TEST(Protocol2, TheCHeaderTakesTurns) {
   const auto l = losses(tmp.path() / "c" / "arms" / "baseline" / "metrics.jsonl");
   ASSERT_EQ(l.size(), 12u);
   EXPECT_EQ(l[11], 4.0 / (1.0 + 0.1 * 12) + (1234 % 97) * 1e-3 + 1.0 / 3.0);  // %.17g: exact
+}
+
+// The trainer declares its numerics (docs/protocol.md "The compute dtype"): the hello's "compute"
+// and what the helper observed ("observed_compute", a step field) are kept in the summary.
+TEST(Protocol2Compute, TheDeclaredAndTheObservedDtypeAreRecorded) {
+  TempDir tmp;
+  auto r = run_lockstep({"run", kV2, "--set",
+                         "external.env={ TRAINER_COMPUTE = \"bf16\", TRAINER_AUTOCAST = \"bf16\" }",
+                         "--out", tmp / "d", "--quiet", "--no-history"},
+                        tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto d = read_json(tmp.path() / "d" / "summary.json")["environment"];
+  EXPECT_EQ(d["trainer_compute"], "bf16") << d.dump();
+  EXPECT_FALSE(d.contains("trainer_observed_compute")) << d.dump();  // declared: not watched
+  r = run_lockstep({"run", kV2, "--set", "external.env={ TRAINER_AUTOCAST = \"bf16\" }", "--out",
+                    tmp / "o", "--quiet", "--no-history"},
+                   tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto o = read_json(tmp.path() / "o" / "summary.json")["environment"];
+  EXPECT_FALSE(o.contains("trainer_compute")) << o.dump();
+  EXPECT_EQ(o["trainer_observed_compute"], "bf16") << o.dump();
+  EXPECT_EQ(losses(tmp.path() / "o" / "metrics.jsonl").size(), 12u);
+}
+
+namespace {
+
+// The issue's variant: an external trainer switched to bf16 by its own means, declaring
+// [gate] alignment = "approximate" and no [precision] compute. Its loss and its probe's output
+// differ from the baseline's by 1e-3, a bf16-sized difference; `env` is what else it says.
+lockstep::testing::CliResult compare_bf16_variant(const TempDir& tmp, const std::string& env) {
+  return run_lockstep({"compare", kV2, kV2, "--set-variant", "gate.alignment=\"approximate\"",
+                       "--set-variant",
+                       "external.command=[\"python3\", \"protocol2_trainer.py\", \"--seed\", "
+                       "\"{seed}\", \"--steps\", \"{steps}\", \"--metrics\", \"{metrics}\", "
+                       "\"--loss-offset\", \"0.001\", \"--probe-drift\", \"0.001\"]",
+                       "--set-variant", env, "--repeats", "2", "--policy",
+                       "tests/external/values_only_policy.toml", "--out", tmp / "c", "--no-history"},
+                      tmp.path(), 600);
+}
+
+}  // namespace
+
+// Declared only through the hello (Session(compute="bf16")), the envelope's u is bf16's and the
+// variant is aligned: the false reject (fp32's u, the probe at thousands of x) is gone.
+TEST(Protocol2Compute, ABf16VariantDeclaredOnlyInTheHelloIsAligned) {
+  TempDir tmp;
+  auto r = compare_bf16_variant(tmp, "external.env={ TRAINER_COMPUTE = \"bf16\" }");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto rep = read_json(tmp.path() / "c" / "report.json");
+  const auto& e = rep["alignment"]["envelope"];
+  ASSERT_TRUE(e.is_object()) << rep["alignment"].dump();
+  EXPECT_EQ(e["noise"].get<double>(), 0.00390625);  // 2^-8
+  EXPECT_EQ(e["noise_source"], "unit roundoff of bf16 (2^-8)");
+  EXPECT_EQ(e["noise_dtype"], "bf16");
+  EXPECT_EQ(e["noise_dtype_arm"], "variant");
+  EXPECT_EQ(e["noise_dtype_from"], "hello");
+  EXPECT_TRUE(e["inside"].get<bool>()) << e.dump();
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>()) << rep["alignment"].dump();
+  EXPECT_TRUE(rep["alignment"]["probe"]["passed"].get<bool>()) << rep["alignment"]["probe"].dump();
+  EXPECT_EQ(rep["alignment"]["probe"]["noise"].get<double>(), 0.00390625);
+  EXPECT_EQ(rep["trainer_protocol"]["variant"]["compute"], "bf16");
+  EXPECT_TRUE(rep["trainer_protocol"]["baseline"]["compute"].is_null());
+  EXPECT_FALSE(has_warning(rep, "computes in")) << rep["warnings"].dump();
+  // The console and the Markdown say which u, from which dtype, from where.
+  EXPECT_NE(r.output.find("unit roundoff of bf16 (2^-8): bf16, declared in the variant's hello"),
+            std::string::npos)
+      << r.output;
+  std::ifstream md(tmp.path() / "c" / "report.md");
+  const std::string markdown((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(markdown.find("bf16, declared in the variant's hello"), std::string::npos) << markdown;
+}
+
+// The same variant declaring nothing: the dtypes are equal (fp32, the default), so the u is fp32's
+// and the comparison fails, as in the issue; a warning on the console and in the report names
+// the u, what the helper saw and the line to add.
+TEST(Protocol2Compute, ApproximateWithAnUnchangedDtypeIsWarned) {
+  TempDir tmp;
+  auto r = compare_bf16_variant(tmp, "external.env={ TRAINER_AUTOCAST = \"bf16\" }");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto rep = read_json(tmp.path() / "c" / "report.json");
+  const auto& e = rep["alignment"]["envelope"];
+  EXPECT_EQ(e["noise"].get<double>(), std::ldexp(1.0, -24)) << e.dump();
+  EXPECT_EQ(e["noise_dtype"], "fp32");
+  EXPECT_EQ(e["noise_dtype_from"], "default");
+  EXPECT_EQ(rep["trainer_protocol"]["variant"]["observed_compute"], "bf16");
+  const std::string want =
+      "the variant declares [gate] alignment = \"approximate\" but computes in fp32 like the "
+      "baseline";
+  EXPECT_TRUE(has_warning(rep, want)) << rep["warnings"].dump();
+  EXPECT_TRUE(has_warning(rep, "u = 2^-24")) << rep["warnings"].dump();
+  EXPECT_TRUE(has_warning(rep, "add compute = \"bf16\" under [precision] in " + std::string(kV2)))
+      << rep["warnings"].dump();
+  EXPECT_TRUE(has_warning(rep, "seen computing in bf16 (observed, not declared)"))
+      << rep["warnings"].dump();
+  EXPECT_NE(r.output.find(want), std::string::npos) << r.output;  // on the console
 }

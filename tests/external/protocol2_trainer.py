@@ -7,6 +7,9 @@ at step s are a vector the probe sketches.
     protocol2_trainer.py --seed S --steps N --metrics FILE [--loss-offset X] [--probe-drift D]
         $TRAINER_MODE: ok | hold_turn | die_holding_turn | bad_probe | bad_hello
         $TRAINER_SUPPORTS: what the hello announces (default "turns,noise,probe")
+        $TRAINER_COMPUTE: the compute dtype the hello declares (Session(compute=...); default none)
+        $TRAINER_AUTOCAST: bf16 (fp16 too on torch 2.x): a tiny forward under CPU autocast each
+                           step, inside weight_noise, which the helper observes (loss unused)
 """
 import argparse
 import os
@@ -36,7 +39,9 @@ def main():
     a = ap.parse_args()
     mode = os.environ.get("TRAINER_MODE", "ok")
     supports = [c for c in os.environ.get("TRAINER_SUPPORTS", "turns,noise,probe").split(",") if c]
-    ls = lt.Session(supports=supports)
+    ls = lt.Session(supports=supports, compute=os.environ.get("TRAINER_COMPUTE") or None)
+    autocast = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(os.environ.get("TRAINER_AUTOCAST", ""))
+    layer = torch.nn.Linear(4, 4)
 
     if ls.probe_mode:
         steps, sketches = [], []
@@ -71,6 +76,9 @@ def main():
             t0 = time.perf_counter()
             time.sleep(0.003)
             loss = loss_at(a.seed, step) + a.loss_offset
+            if autocast is not None:
+                with ls.weight_noise(layer, step), torch.autocast("cpu", dtype=autocast):
+                    layer(torch.ones(1, 4))
             if ls.noise > 0:  # the noise moves the loss by about u, a different way per noise seed
                 g = torch.Generator().manual_seed(ls.noise_seed * 1000003 + step)
                 loss += float(torch.rand(1, generator=g)) * 2 * ls.noise - ls.noise

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "harness/compare/bisect.h"
+#include "harness/compare/envelope_noise.h"
 #include "harness/compare/plan.h"
 #include "harness/util/exit_codes.h"
 
@@ -33,6 +35,58 @@ CompareRequest bf16_request() {
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The envelope's u is the declared dtype's (issue 54): the trainer's hello first, then
+// [precision] compute, then the default fp32; a variant that declares approximate with the
+// baseline's dtype is warned, the warning naming the u and the line to add.
+TEST(ComparisonPlan, TheEnvelopeNoiseComesFromTheDeclaredDtypeHelloFirst) {
+  CompareRequest req = bf16_request();
+  req.variant = {"variant", kSrc + "/configs/baseline.toml", {"gate.alignment=\"approximate\""}};
+  const auto p = plan_comparison(req);
+  EXPECT_EQ(p.envelope_noise, std::ldexp(1.0, -24));
+  EXPECT_EQ(p.envelope_noise_dtype.dtype, "fp32");
+  EXPECT_EQ(p.envelope_noise_dtype.arm, Arm::Variant);
+  EXPECT_EQ(p.envelope_noise_dtype.from, DtypeFrom::Default);
+  const std::string line = "add compute = \"bf16\" under [precision] in " + req.variant.config;
+  EXPECT_TRUE(std::any_of(p.warnings.begin(), p.warnings.end(), [&](const std::string& w) {
+    return w.find("computes in fp32 like the baseline") != std::string::npos &&
+           w.find("u = 2^-24") != std::string::npos && w.find(line) != std::string::npos;
+  })) << ::testing::PrintToString(p.warnings);
+
+  TrainerProtocol bf16_hello, fp16_hello;
+  bf16_hello.version = fp16_hello.version = 2;
+  bf16_hello.compute = "bf16";
+  fp16_hello.compute = "fp16";
+  auto n = choose_envelope_noise(p.policy, p.baseline_config, p.variant_config, TrainerProtocol{},
+                                 bf16_hello);
+  EXPECT_EQ(n.u, 0.00390625);
+  EXPECT_EQ(n.source, "unit roundoff of bf16 (2^-8)");
+  EXPECT_EQ(n.dtype.dtype, "bf16");
+  EXPECT_EQ(n.dtype.from, DtypeFrom::Hello);
+  EXPECT_EQ(same_dtype_warning(p.policy, n, req.variant.config, ""), "");  // bf16 vs fp32
+  // The baseline's hello counts too: the coarser of the two, the variant's on a tie.
+  n = choose_envelope_noise(p.policy, p.baseline_config, p.variant_config, bf16_hello, TrainerProtocol{});
+  EXPECT_EQ(n.dtype.arm, Arm::Baseline);
+  EXPECT_EQ(n.dtype.from, DtypeFrom::Hello);
+
+  // [precision] compute = "bf16" (configs/variants/bf16.toml): the config; a hello wins over it.
+  const auto q = plan_comparison(bf16_request());
+  EXPECT_EQ(q.envelope_noise_dtype.dtype, "bf16");
+  EXPECT_EQ(q.envelope_noise_dtype.from, DtypeFrom::Config);
+  n = choose_envelope_noise(q.policy, q.baseline_config, q.variant_config, TrainerProtocol{},
+                            fp16_hello);
+  EXPECT_EQ(n.u, std::ldexp(1.0, -11));
+  EXPECT_EQ(n.dtype.dtype, "fp16");
+  EXPECT_EQ(n.dtype.from, DtypeFrom::Hello);
+  // An observed dtype is named in the warning, never used for u.
+  TrainerProtocol seen;
+  seen.observed_compute = "fp16";
+  n = choose_envelope_noise(p.policy, p.baseline_config, p.variant_config, TrainerProtocol{}, seen);
+  EXPECT_EQ(n.u, std::ldexp(1.0, -24));
+  const auto w = same_dtype_warning(p.policy, n, "v.toml", "fp16");
+  EXPECT_NE(w.find("add compute = \"fp16\" under [precision] in v.toml"), std::string::npos) << w;
+  EXPECT_NE(w.find("seen computing in fp16 (observed, not declared)"), std::string::npos) << w;
 }
 
 TEST(ComparisonPlan, AnApproximateKnobGetsTheNoiseEnvelopeAndInterleavedRepeats) {

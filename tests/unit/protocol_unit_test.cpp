@@ -56,6 +56,33 @@ TEST(Hello, MalformedNamesTheLine) {
   }
 }
 
+// The trainer declares its numerics: "compute" in the hello, "observed_compute" on a step line;
+// a name that is not a precision names the line.
+TEST(Hello, TheComputeDtypeIsReadAndChecked) {
+  bool only = false;
+  auto h = parse_hello(R"({"lockstep": {"protocol": 2, "supports": [], "compute": "bf16"}})", 1, &only);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->compute, "bf16");
+  h = parse_hello(R"({"lockstep": {"protocol": 2}})", 1, &only);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->compute, "");
+  for (const char* bad : {R"({"lockstep": {"protocol": 2, "compute": "bf8"}})",
+                          R"({"lockstep": {"protocol": 2, "compute": 16}})"}) {
+    try {
+      parse_hello(bad, 1, &only);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("line 1: \"lockstep\".\"compute\" must be one of fp32, tf32, bf16, fp16", 0), 0u)
+          << e.what();
+    }
+  }
+  const auto s = parse_step_line(R"({"step": 1, "loss": 2.5, "step_ms": 1, "tokens": 4, "observed_compute": "fp16"})", 3, 0);
+  EXPECT_EQ(s.observed_compute, "fp16");
+  EXPECT_EQ(parse_step_line(R"({"step": 1, "loss": 2.5, "step_ms": 1, "tokens": 4})", 3, 0).observed_compute, "");
+  EXPECT_THROW(parse_step_line(R"({"step": 1, "loss": 2.5, "step_ms": 1, "tokens": 4, "observed_compute": "half"})", 3, 0),
+               std::runtime_error);
+}
+
 TEST(Hello, TheSummaryKeepsWhatWasAnnounced) {
   TrainerProtocol p;
   p.version = 2;
@@ -64,7 +91,13 @@ TEST(Hello, TheSummaryKeepsWhatWasAnnounced) {
   p.to_env(env);
   EXPECT_EQ(env["trainer_protocol"], "2");
   EXPECT_EQ(env["trainer_supports"], "turns,probe");
+  EXPECT_EQ(env.count("trainer_compute"), 0u);  // not said: not written (old summaries unchanged)
+  p.compute = "bf16";
+  p.observed_compute = "fp16";
+  p.to_env(env);
   const auto back = TrainerProtocol::from_env(env);
+  EXPECT_EQ(back.compute, "bf16");
+  EXPECT_EQ(back.observed_compute, "fp16");
   EXPECT_EQ(back.version, 2);
   EXPECT_EQ(back.supports_text(), "turns,probe");
   EXPECT_TRUE(back.external);

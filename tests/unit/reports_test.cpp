@@ -104,7 +104,7 @@ TEST(JsonReport, HasExactlyTheContractFields) {
   // Lockstep's own trainer: protocol 2, everything (docs/protocol.md).
   EXPECT_EQ(j["trainer_protocol"]["baseline"],
             (json{{"external", false}, {"protocol", 2}, {"supports", {"turns", "noise", "probe"}},
-                  {"lacks", json::array()}}));
+                  {"lacks", json::array()}, {"compute", nullptr}, {"observed_compute", nullptr}}));
   EXPECT_EQ(keys(j["alignment"]),
             (std::set<std::string>{"class", "check_step", "baseline_loss", "variant_loss",
                                    "abs_diff", "tolerance", "aligned", "first_divergent_step",
@@ -113,7 +113,8 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                                    "rule", "envelope", "curve", "probe"}));
   EXPECT_EQ(keys(j["alignment"]["envelope"]),
             (std::set<std::string>{"runs", "noise_seeds", "factor", "noise", "noise_source",
-                                   "window", "values", "at_check", "bound_at_check", "inside"}));
+                                   "noise_dtype", "noise_dtype_arm", "noise_dtype_from", "window",
+                                   "values", "at_check", "bound_at_check", "inside"}));
   EXPECT_EQ(keys(j["alignment"]["curve"]),
             (std::set<std::string>{"statistic", "from_step", "to_step", "value", "bound",
                                    "bound_rule", "judged", "passed"}));
@@ -182,6 +183,9 @@ TEST(JsonReport, CarriesTheValues) {
   EXPECT_EQ(j["alignment"]["envelope"]["noise_seeds"], json({1, 2, 3}));
   EXPECT_EQ(j["alignment"]["envelope"]["noise"], 0.00390625);
   EXPECT_EQ(j["alignment"]["envelope"]["noise_source"], "unit roundoff of bf16 (2^-8)");
+  EXPECT_EQ(j["alignment"]["envelope"]["noise_dtype"], "bf16");  // the variant's [precision]
+  EXPECT_EQ(j["alignment"]["envelope"]["noise_dtype_arm"], "variant");
+  EXPECT_EQ(j["alignment"]["envelope"]["noise_dtype_from"], "config");
   EXPECT_EQ(j["alignment"]["envelope"]["values"].size(), r.baseline.loss_curve.size());
   EXPECT_DOUBLE_EQ(j["alignment"]["envelope"]["bound_at_check"].get<double>(), 0.004);
   EXPECT_TRUE(j["alignment"]["envelope"]["inside"].get<bool>());
@@ -558,6 +562,26 @@ TEST(MarkdownReport, EscapesTableCells) {
 
 // --- console -------------------------------------------------------------------------------------
 
+// Which u, from which dtype, from where; what the trainer was seen computing in is shown apart.
+TEST(Report, TheEnvelopesDtypeIsExplained) {
+  auto r = testing::make_compare_result();
+  EXPECT_EQ(text::noise_dtype_origin(r), "bf16, the variant's [precision] compute");
+  r.alignment.envelope->noise_dtype = {"fp32", compare::Arm::Variant, compare::DtypeFrom::Default};
+  r.variant_trainer.observed_compute = "bf16";
+  EXPECT_EQ(text::noise_dtype_origin(r),
+            "fp32, the default (the variant declares no compute dtype in its hello or "
+            "[precision]); the variant's trainer was seen computing in bf16 (observed, not "
+            "declared)");
+  r.alignment.envelope->noise_dtype = {"bf16", compare::Arm::Variant, compare::DtypeFrom::Hello};
+  r.variant_trainer.compute = "bf16";
+  EXPECT_EQ(text::noise_dtype_origin(r), "bf16, declared in the variant's hello");
+  r.alignment.envelope->noise_dtype.from = compare::DtypeFrom::Gate;
+  EXPECT_EQ(text::noise_dtype_origin(r), "");
+  EXPECT_NE(MarkdownReporter().render(testing::make_compare_result())
+                .find("unit roundoff of bf16 (2^-8): bf16, the variant's"),
+            std::string::npos);
+}
+
 TEST(ConsoleReport, VerdictTable) {
   auto r = testing::make_compare_result();
   std::string out = ConsoleReporter().render(r);
@@ -566,7 +590,9 @@ TEST(ConsoleReport, VerdictTable) {
   EXPECT_NE(out.find("! tokens/s varies"), std::string::npos);
   EXPECT_NE(out.find("baseline " + r.alignment.baseline_rounded), std::string::npos);
   EXPECT_NE(out.find("variant " + r.alignment.variant_rounded), std::string::npos);
-  EXPECT_NE(out.find("3 runs, noise unit roundoff of bf16 (2^-8)"), std::string::npos)
+  EXPECT_NE(out.find("3 runs, noise unit roundoff of bf16 (2^-8): bf16, the variant's [precision] "
+                     "compute"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("curve rule"), std::string::npos);
   EXPECT_NE(out.find("+9.2%"), std::string::npos);
