@@ -2,7 +2,8 @@
 """Re-judge the serving gate's "slo attainment" both ways from kept report.json files (issue 54).
 
   points  the statistic before issue 54: variant - baseline attainment per window pair
-  misses  the statistic since: ln((missed variant + 1/2) / (missed baseline + 1/2)) per pair
+  odds    the statistic since: the log odds ratio of a miss per pair, ln(odds variant / odds
+          baseline), odds = (missed + 1/2) / (within + 1/2)
 
 Each: one-sided paired t over the window pairs at alpha (default 0.05). pass = the whole 90%
 interval on the allowed side (or every pair equal), fail = p < alpha UNADJUSTED (the gate
@@ -40,16 +41,18 @@ def main(paths):
         b, v = r["baseline"]["windows"], r["variant"]["windows"]
         # Failing direction as "greater": fewer points within, more misses.
         points = [wb["slo_attainment"] - wv["slo_attainment"] for wb, wv in zip(b, v)]
-        misses = [math.log(((1 - wv["slo_attainment"]) * wv["requests"] + 0.5) /
-                           ((1 - wb["slo_attainment"]) * wb["requests"] + 0.5)) for wb, wv in zip(b, v)]
+        def log_odds(w):
+            miss = (1 - w["slo_attainment"]) * w["requests"]
+            return math.log((miss + 0.5) / (w["requests"] - miss + 0.5))
+        odds = [log_odds(wv) - log_odds(wb) for wb, wv in zip(b, v)]
         gate = next(c["verdict"] for c in r["checks"] if c["name"] == "slo attainment")
-        old, new = one_sided(points), one_sided(misses)
+        old, new = one_sided(points), one_sided(odds)
         key = (old, new)
         counts[key] = counts.get(key, 0) + 1
         shares = lambda ws: " ".join("%.4f" % w["slo_attainment"] for w in ws)
-        print(f"{path}\tbase {shares(b)}\tvar {shares(v)}\tpoints {old}\tmisses {new}\tgate {gate}")
+        print(f"{path}\tbase {shares(b)}\tvar {shares(v)}\tpoints {old}\todds {new}\tgate {gate}")
     for (old, new), k in sorted(counts.items()):
-        print(f"points {old:12s} misses {new:12s} {k}")
+        print(f"points {old:12s} odds {new:12s} {k}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ double missed_pct(const std::vector<WindowStats>& ws, size_t n) {
   return offered > 0 ? 100 * miss / offered : 0;
 }
 
-// "slo attainment": t over the pairs' miss_log_ratio; `p_adj` its Holm-adjusted p of "more misses".
+// "slo attainment": t over the pairs' miss_log_odds_ratio; `p_adj` its Holm-adjusted p of "more
+// misses".
 ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<WindowStats>& var,
                      size_t n, const stats::PairedT& t, double p_adj, double alpha) {
   ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * std::expm1(t.mean),
@@ -51,7 +52,7 @@ ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<Win
   char b[240];
   std::snprintf(b, sizeof b,
                 "missed the SLO: %.2f%% vs %.2f%% of requests (within: %+.2f points, variant - "
-                "baseline); misses %s per window pair over %zu pairs, CI [%s, %s]",
+                "baseline); odds of a miss %s per window pair over %zu pairs, CI [%s, %s]",
                 mb, mv, mb - mv, pct(c.value_pct).c_str(), n, pct(c.ci.lo).c_str(),
                 pct(c.ci.hi).c_str());
   c.detail = b;
@@ -76,10 +77,12 @@ WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<
   return w;
 }
 
-double miss_log_ratio(const WindowStats& baseline, const WindowStats& variant) {
-  const double share_b = (missed(baseline) + 0.5) / (static_cast<double>(baseline.offered) + 1);
-  const double share_v = (missed(variant) + 0.5) / (static_cast<double>(variant.offered) + 1);
-  return std::log(share_v / share_b);
+double miss_log_odds_ratio(const WindowStats& baseline, const WindowStats& variant) {
+  auto log_odds = [](const WindowStats& w) {
+    const double miss = missed(w), within = static_cast<double>(w.offered) - miss;
+    return std::log((miss + 0.5) / (within + 0.5));
+  };
+  return log_odds(variant) - log_odds(baseline);
 }
 
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
@@ -96,7 +99,7 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                     : std::isinf(b)               ? 10.0
                     : std::isinf(a)               ? -10.0
                                                   : std::log(b / a));
-    d_slo.push_back(miss_log_ratio(base[k], var[k]));
+    d_slo.push_back(miss_log_odds_ratio(base[k], var[k]));
   }
   if (capacity) {
     for (size_t k = 0; k < std::min(capacity->baseline_rps.size(), capacity->variant_rps.size());
