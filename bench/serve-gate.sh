@@ -9,7 +9,9 @@
 #   serve_lanes   baseline vs configs/serve/two_lanes.toml: P99 of each arm against the SLO
 # Windows are serve.duration_s long (default here 3 s, the peak from 1 s to 2 s: set WINDOW_S).
 #
-# usage: [WINDOW_S=S] [TRIAL_OFFSET=K] [PAUSE_FILE=F] bench/serve-gate.sh LOCKSTEP N OUT.tsv SCENARIOS
+# KEEP=DIR keeps each trial's report.json as DIR/SCENARIO-TRIAL.json (the per-window figures).
+#
+# usage: [WINDOW_S=S] [TRIAL_OFFSET=K] [PAUSE_FILE=F] [KEEP=DIR] bench/serve-gate.sh LOCKSTEP N OUT.tsv SCENARIOS
 set -euo pipefail
 lockstep=$(realpath "${1:?usage: serve-gate.sh LOCKSTEP N OUT.tsv SCENARIOS}")
 n=${2:?} out=${3:?} scenarios=${4:?}
@@ -24,7 +26,7 @@ for kv in "serve.duration_s=$w" "serve.peak_start_s=$peak_start" "serve.peak_dur
   both+=(--set-baseline "$kv" --set-variant "$kv")
 done
 
-[ -s "$out" ] || printf 'scenario\ttrial\texit\tp99\tp99_pct\tthroughput\tthroughput_pct\tslo\tsame_math\tbase_p99_ms\tvar_p99_ms\tbase_within\tvar_within\tminutes\n' > "$out"
+[ -s "$out" ] || printf 'scenario\ttrial\texit\tp99\tp99_pct\tthroughput\tthroughput_pct\tslo\tsame_math\tbase_p99_ms\tvar_p99_ms\tbase_within\tvar_within\tminutes\tload1\n' > "$out"
 first=$((${TRIAL_OFFSET:-0} + 1)) last=$((${TRIAL_OFFSET:-0} + n))
 for ((t = first; t <= last; t++)); do
   for k in "${kinds[@]}"; do
@@ -37,6 +39,7 @@ for ((t = first; t <= last; t++)); do
       *) echo "serve-gate: unknown scenario $k" >&2; exit 2 ;;
     esac
     dir=$work/$k-$t
+    load1=$(cut -d' ' -f1 /proc/loadavg)  # the machine's 1-min load as the trial starts
     set +e
     (cd "$root" && "$lockstep" compare "${args[@]}" "${both[@]}" --set-baseline "run.seed=$((5000 + t))" \
       --set-variant "run.seed=$((5000 + t))" --out "$dir" --no-history > "$dir.out" 2> "$dir.err")
@@ -46,10 +49,11 @@ for ((t = first; t <= last; t++)); do
       echo "serve-gate: $k trial $t: no report (exit $rc): $(tail -n1 "$dir.err")" >&2
       continue
     fi
-    python3 - "$dir/report.json" "$k" "$t" "$rc" >> "$out" <<'PY'
+    [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$dir/report.json" "$KEEP/$k-$t.json"; }
+    python3 - "$dir/report.json" "$k" "$t" "$rc" "$load1" >> "$out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-k, t, rc = sys.argv[2:5]
+k, t, rc, load1 = sys.argv[2:6]
 c = {x["name"]: x for x in r["checks"]}
 def num(x, f="{:.3f}"):
     return "" if x is None else f.format(x)
@@ -59,7 +63,7 @@ print("\t".join([k, t, rc, c["p99 latency"]["verdict"], num(c["p99 latency"]["va
                  c["slo attainment"]["verdict"], c["same math"]["verdict"],
                  num(b["latency_ms"]["p99"]["ms"], "{:.1f}"), num(v["latency_ms"]["p99"]["ms"], "{:.1f}"),
                  num(b["slo_attainment"], "{:.4f}"), num(v["slo_attainment"], "{:.4f}"),
-                 f"{r['wall_seconds'] / 60:.2f}"]))
+                 f"{r['wall_seconds'] / 60:.2f}", load1]))
 PY
     tail -n1 "$out" >&2
   done

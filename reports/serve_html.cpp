@@ -153,7 +153,7 @@ std::string serve_compare_html(const ServeHtmlInput& in) {
   o << "<section><h2>Checks</h2>\n<table><tr>" << th("check") << th("verdict")
     << th("effect", true) << th("95% CI", true) << th("p", true) << th("detail") << "</tr>\n";
   for (const auto& c : in.checks) {
-    const std::string unit = c.name == "slo attainment" ? " pts" : "%";
+    const std::string unit = "%";  // every timing check's effect is a change in %
     o << "<tr>" << td(html_escape(c.name)) << verdict_cell(compare::to_string(c.verdict))
       << td(html_escape(fmt("%+.2f", c.value_pct) + unit), true)
       << td(c.ci.valid()

@@ -28,12 +28,44 @@ std::string pct(double x) {
   return b;
 }
 
+double missed(const WindowStats& w) {
+  return (1 - w.slo_attainment) * static_cast<double>(w.offered);
+}
+
+// Of all windows' requests, the share that missed the SLO, %.
+double missed_pct(const std::vector<WindowStats>& ws, size_t n) {
+  double miss = 0, offered = 0;
+  for (size_t k = 0; k < n; ++k) miss += missed(ws[k]), offered += static_cast<double>(ws[k].offered);
+  return offered > 0 ? 100 * miss / offered : 0;
+}
+
+// "slo attainment": t over the pairs' miss_log_odds_ratio; `p_adj` its Holm-adjusted p of "more
+// misses".
+ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<WindowStats>& var,
+                     size_t n, const stats::PairedT& t, double p_adj, double alpha) {
+  ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * std::expm1(t.mean),
+               stats::Interval{100 * std::expm1(t.ci.lo), 100 * std::expm1(t.ci.hi)}, p_adj, ""};
+  const bool fail = p_adj < alpha;
+  const bool pass = !fail && (t.ci.hi <= 0 || t.sd == 0);
+  c.verdict = timing_verdict(fail, pass);
+  const double mb = missed_pct(base, n), mv = missed_pct(var, n);
+  char b[240];
+  std::snprintf(b, sizeof b,
+                "missed the SLO: %.2f%% vs %.2f%% of requests (within: %+.2f points, variant - "
+                "baseline); odds of a miss %s per window pair over %zu pairs, CI [%s, %s]",
+                mb, mv, mb - mv, pct(c.value_pct).c_str(), n, pct(c.ci.lo).c_str(),
+                pct(c.ci.hi).c_str());
+  c.detail = b;
+  return c;
+}
+
 }  // namespace
 
 WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<Outcome>& outcomes) {
   WindowStats w;
   w.p99_ms = figures.front().p99.ms;
   w.slo_attainment = figures.front().slo_attainment;
+  w.offered = figures.front().offered;
   // Each batch's run once: outcomes of one batch share started/done; sum per distinct batch.
   double busy = 0, tokens = 0;
   for (const Outcome& o : outcomes) {
@@ -43,6 +75,14 @@ WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<
   }
   w.busy_tokens_per_s = busy > 0 ? tokens / busy : 0;
   return w;
+}
+
+double miss_log_odds_ratio(const WindowStats& baseline, const WindowStats& variant) {
+  auto log_odds = [](const WindowStats& w) {
+    const double miss = missed(w), within = static_cast<double>(w.offered) - miss;
+    return std::log((miss + 0.5) / (within + 0.5));
+  };
+  return log_odds(variant) - log_odds(baseline);
 }
 
 std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
@@ -59,7 +99,7 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                     : std::isinf(b)               ? 10.0
                     : std::isinf(a)               ? -10.0
                                                   : std::log(b / a));
-    d_slo.push_back(var[k].slo_attainment - base[k].slo_attainment);
+    d_slo.push_back(miss_log_odds_ratio(base[k], var[k]));
   }
   if (capacity) {
     for (size_t k = 0; k < std::min(capacity->baseline_rps.size(), capacity->variant_rps.size());
@@ -80,13 +120,13 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
   const double red = std::log1p(g.max_p99_regression_pct / 100);
   const double floor = std::log1p(-g.max_slowdown_pct / 100);
   // Failing directions as "greater than": p99 above the red line, throughput below its floor,
-  // attainment below the baseline's.
+  // more misses of the SLO than the baseline's.
   auto shifted = [](stats::PairedT t, double by, double sign) {
     t.mean = sign * (t.mean - by);
     return t;
   };
   std::vector<double> p_fail{p_greater(shifted(t_p99, red, 1)), p_greater(shifted(t_thr, floor, -1)),
-                             p_greater(shifted(t_slo, 0, -1))};
+                             p_greater(t_slo)};
   const auto adj = stats::holm_adjust(p_fail);
   auto to_pct = [](stats::Interval i) {
     return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
@@ -133,19 +173,7 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     }
     out.push_back(c);
   }
-  {
-    ServeCheck c{"slo attainment", Verdict::Inconclusive,
-                 100 * t_slo.mean, stats::Interval{100 * t_slo.ci.lo, 100 * t_slo.ci.hi},
-                 adj[2],           ""};
-    const bool fail = adj[2] < g.alpha;
-    const bool pass = !fail && (t_slo.ci.lo >= 0 || t_slo.sd == 0);
-    c.verdict = timing_verdict(fail, pass);
-    char b[128];
-    std::snprintf(b, sizeof b, "within the SLO: %+.2f points (variant - baseline), CI [%+.2f, %+.2f]",
-                  c.value_pct, c.ci.lo, c.ci.hi);
-    c.detail = b;
-    out.push_back(c);
-  }
+  out.push_back(slo_check(base, var, n, t_slo, adj[2], g.alpha));
   {
     double worst = 0, sum = 0;
     const size_t m = std::min(base_scores.size(), var_scores.size());

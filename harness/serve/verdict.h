@@ -10,12 +10,20 @@
 //                   arms of one A/A window pair with contention and the batches' mix: measured,
 //                   bench/RESULTS.md.) Fails when
 //                   significantly below -gate.max_slowdown_pct
-//   slo attainment  the share within serve.slo_ms per pair: fails when significantly lower
+//   slo attainment  the odds of missing serve.slo_ms (missed / within), ln(odds variant / odds
+//                   baseline) per window pair, half a request added to each count (a window
+//                   without a miss, or without a hit, stays finite): fails when significantly
+//                   above 0, passes when the whole interval is below it (or every pair is equal).
+//                   Not the difference of the shares in points: that scales with how hard each
+//                   window's peak hit the baseline (a calm window 1 point, a stormy one 38), so 5
+//                   pairs that all favour the variant had an interval across 0 (issue 54:
+//                   inconclusive 13 times in 20)
 //   same math       max |score variant - score baseline| <= gate.tolerance
 // Holm over the three timing checks at gate.alpha; a check neither failed nor passed is
 // inconclusive (gate.on_inconclusive decides the exit, as for training).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +38,7 @@ struct WindowStats {
   double p99_ms = 0;
   double busy_tokens_per_s = 0;  // real tokens / the workers' summed batch time
   double slo_attainment = 0;
+  int64_t offered = 0;  // requests offered in the window (the same arrivals for both arms)
 };
 WindowStats window_stats(const std::vector<Figures>& figures, const std::vector<Outcome>& outcomes);
 
@@ -41,10 +50,17 @@ struct SpeedTurns {
   std::vector<double> baseline_s, variant_s;
 };
 
+// The slo attainment check's statistic for one window pair: the log odds ratio of a miss,
+// ln(odds variant / odds baseline), odds = (missed + 1/2) / (within + 1/2) (missed = (1 -
+// attainment) x offered; Haldane's half). With few misses it is about ln(misses variant / misses
+// baseline); with few hits, about -ln(hits variant / hits baseline). 0 when both met the SLO
+// with every request; negative when the variant missed fewer.
+double miss_log_odds_ratio(const WindowStats& baseline, const WindowStats& variant);
+
 struct ServeCheck {
   std::string name;
   compare::Verdict verdict = compare::Verdict::Inconclusive;
-  double value_pct = 0;  // the pooled effect (variant vs baseline), % (attainment: points)
+  double value_pct = 0;  // the pooled effect (variant vs baseline), % (attainment: of the odds of a miss)
   stats::Interval ci;    // of the effect, same unit
   double p = 0;          // Holm-adjusted, one-sided in the failing direction
   std::string detail;
