@@ -267,7 +267,7 @@ int run_training(const RunRequest& req) {
 
   if (external::is_external(cfg)) {
     if (!req.probe.empty()) return external::probe_arm(cfg, out, req.probe, req.quiet);
-    if (!req.export_losses.empty() && !req.no_envelope)
+    if (!req.export_losses.empty() && !req.no_envelope && !req.quiet)
       std::cerr << "lockstep run: " << req.export_losses
                 << " carries no noise envelope: an external trainer's runs are not perturbed "
                    "here (compare --golden falls back to the seed band)\n";
