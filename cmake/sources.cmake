@@ -83,6 +83,7 @@ set(LOCKSTEP_CORE_SOURCES
   harness/compare/analyse.cpp
   harness/compare/memory_per_rank.cpp
   harness/compare/workload_change.cpp
+  harness/compare/golden_file.cpp
   harness/compare/golden_mode.cpp
   harness/gate/gate.cpp
   harness/compare/comparison.cpp
@@ -175,6 +176,7 @@ set(LOCKSTEP_TORCH_SOURCES
   harness/calibrate.cpp
   harness/runner.cpp
   harness/finish.cpp
+  harness/export_envelope.cpp
 )
 
 # The command line (links both libraries).

@@ -4,6 +4,7 @@
 #include <functional>
 #include <iostream>
 
+#include "harness/compare/golden_file.h"
 #include "harness/history/store.h"
 #include "harness/util/exit_codes.h"
 #include "harness/util/files.h"
@@ -32,14 +33,15 @@ int finish_run(const FinishOptions& opts, const config::Config& cfg, const fs::p
       return history::try_record_run(db, summary, cfg.to_toml(), curve, fs::absolute(out).string());
     });
   }
-  if (!opts.export_losses.empty()) {
-    std::string text;
-    char buf[64];
-    for (const auto& r : records) {
-      std::snprintf(buf, sizeof buf, "%lld %.17g\n", static_cast<long long>(r.step), r.loss);
-      text += buf;
+  if (!opts.export_losses.empty()) {  // format 2, no envelope yet (harness/export_envelope.h)
+    compare::GoldenFile g;
+    g.format = 2;
+    for (const auto& k : compare::golden_environment_keys()) {
+      auto it = summary.env.find(k);
+      if (it != summary.env.end()) g.environment[k] = it->second;
     }
-    util::write_atomic(opts.export_losses, text);
+    for (const auto& r : records) g.curve.push_back(r.loss);
+    util::write_atomic(opts.export_losses, compare::golden_text(g));
   }
   if (!opts.quiet) reports::print_run_summary(std::cout, summary, out);
   if (!summary.ok()) {

@@ -11,6 +11,7 @@
 #include "harness/config/config.h"
 #include "harness/dist/launcher.h"
 #include "harness/dist/rendezvous.h"
+#include "harness/export_envelope.h"
 #include "harness/external/external_arm.h"
 #include "harness/external/external_config.h"
 #include "harness/finish.h"
@@ -267,11 +268,20 @@ int run_training(const RunRequest& req) {
 
   if (external::is_external(cfg)) {
     if (!req.probe.empty()) return external::probe_arm(cfg, out, req.probe, req.quiet);
+    if (!req.export_losses.empty() && !req.no_envelope && !req.quiet)
+      std::cerr << "lockstep run: " << req.export_losses
+                << " carries no noise envelope: an external trainer's runs are not perturbed "
+                   "here (compare --golden falls back to the seed band)\n";
     return run_external_arm(req, cfg, out);
   }
   if (!req.probe.empty()) return probe_arm(req, cfg, who, out);
-  if (who.source == "default" && world > 1) return launch_ranks(req, cfg, out, world);
-  return train_rank(req, cfg, who, out, world);
+  const int code = who.source == "default" && world > 1 ? launch_ranks(req, cfg, out, world)
+                                                         : train_rank(req, cfg, who, out, world);
+  // The golden file's envelope, by the process nobody launched (harness/export_envelope.h).
+  if (code != kExitPass || req.export_losses.empty() || req.no_envelope ||
+      who.source != "default")
+    return code;
+  return export_envelope(req, cfg, out);
 }
 
 }  // namespace lockstep

@@ -20,7 +20,8 @@ struct RunRequest {
   std::string out;                // output folder (default runs/<time>-<name>)
   int nproc = 0;                  // --nproc: overrides parallel.world_size
   std::string resume;             // a previous run's folder to continue
-  std::string export_losses;      // write "step loss" lines here
+  std::string export_losses;      // write the golden file here (harness/compare/golden_file.h)
+  bool no_envelope = false;       // --no-envelope: export without the noise envelope's K runs
   // --probe: a run folder whose checkpoints to probe instead of training (harness/train/probe/probe.h);
   // writes probe.json and probe.bin into the output folder.
   std::string probe;

@@ -275,6 +275,17 @@ void checks_and_policy(std::ostream& o, const compare::CompareResult& r) {
   if (!r.policy_source.empty())
     o << "<p class=\"muted\">from " << html_escape(r.policy_source) << "</p>\n";
   o << "<pre>" << html_escape(r.policy.describe()) << "</pre></section>\n";
+  if (r.golden && !r.golden->environment.empty()) {  // golden mode: both environments
+    o << "<section><h2>Environments</h2><p class=\"muted\">" << html_escape(r.golden->judged_by)
+      << "</p><table>\n<tr><th>Key</th><th>Golden (export)</th><th>This run</th><th></th></tr>\n";
+    for (const auto& [k, v] : r.golden->environment) {
+      auto it = r.env.find(k);
+      const std::string here = it == r.env.end() ? "unknown" : it->second;
+      o << "<tr>" << td(html_escape(k)) << td(html_code(v)) << td(html_code(here))
+        << td(v == here ? "" : "differs") << "</tr>\n";
+    }
+    o << "</table></section>\n";
+  }
   if (!r.env.empty()) {
     o << "<section><details><summary>Environment</summary><table>\n";
     for (const auto& [k, v] : r.env)

@@ -79,6 +79,19 @@ void markdown_git_refs(std::ostringstream& o, const compare::GitRefs& g) {
   if (!g.files.empty()) o << "\n";
 }
 
+// Golden mode: how the golden file judged, and its environment beside the variant run's.
+void golden_environments(std::ostringstream& o, const compare::CompareResult& r) {
+  const compare::GoldenSource& g = *r.golden;
+  o << "\nGolden file (format " << g.format << "): " << markdown_escape(g.judged_by) << "\n";
+  if (g.environment.empty()) return;
+  o << "\n" << markdown_row({"Environment", "Golden (export)", "This run", ""}) << "|---|---|---|---|\n";
+  for (const auto& [k, v] : g.environment) {
+    auto it = r.env.find(k);
+    const std::string here = it == r.env.end() ? "unknown" : it->second;
+    o << markdown_row({k, markdown_code(v), markdown_code(here), v == here ? "" : "differs"});
+  }
+}
+
 }  // namespace
 
 std::string MarkdownReporter::render(const compare::CompareResult& r) const {
@@ -154,8 +167,9 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
                      fixed(a.tolerance, 6), fixed(a.max_abs_diff, 6),
                      a.first_divergent_step ? std::to_string(a.first_divergent_step) : "none"});
   if (a.envelope)
-    o << "\nNoise envelope (" << a.envelope->runs << " perturbed baseline runs, weight noise "
-      << markdown_escape(a.envelope->noise_source)
+    o << "\nNoise envelope (" << a.envelope->runs
+      << (r.golden ? " perturbed runs where the golden file was exported" : " perturbed baseline runs")
+      << ", weight noise " << markdown_escape(a.envelope->noise_source)
       << (text::noise_dtype_origin(r).empty() ? "" : ": " + markdown_escape(text::noise_dtype_origin(r)))
       << "): E(" << a.check_step
       << ") = " << fixed(a.envelope->at_check, 6) << ", bound " << util::format_number("%g", a.envelope->factor)
@@ -172,6 +186,7 @@ std::string MarkdownReporter::render(const compare::CompareResult& r) const {
     o << "\nSeed band: " << fixed(a.band->lo, 4) << " … " << fixed(a.band->hi, 4) << " (half-width "
       << fixed(a.band->half_width, 6) << ", " << a.band->seeds.size() << " seeds); variant "
       << (a.band->inside ? "inside" : "**outside**") << "\n";
+  if (r.golden) golden_environments(o, r);
 
   const auto& b = r.baseline;
   const auto& v = r.variant;

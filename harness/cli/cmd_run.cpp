@@ -31,7 +31,11 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(positive_integer());
   run->add_option("--resume", req->resume, "continue a run folder from its latest checkpoint");
   run->add_option("--export-losses", req->export_losses,
-                  "write the loss curve as 'step loss' lines (golden values)");
+                  "write the loss curve as a golden file, with the environment and the noise "
+                  "envelope measured here (docs/golden.md)");
+  run->add_flag("--no-envelope", req->no_envelope,
+                "--export-losses without the noise envelope (no perturbed runs; compare "
+                "--golden then judges approximate classes by the seed band)");
   run->add_option("--probe", req->probe,
                   "evaluate this config's forward at each checkpoint of that run folder instead "
                   "of training (the alignment's function probe)");
@@ -53,6 +57,10 @@ void add_run_command(CLI::App& app, Action& action) {
         std::cerr << "lockstep run: --resume continues " << req->resume
                   << " as its config.toml says; --set, --steps, --nproc and --out do not "
                      "apply (--stop-after does)\n";
+        return kExitUsage;
+      }
+      if (req->no_envelope && req->export_losses.empty()) {
+        std::cerr << "lockstep run: --no-envelope applies to --export-losses only\n";
         return kExitUsage;
       }
       if (!req->probe.empty() && (!req->resume.empty() || req->stop_after ||

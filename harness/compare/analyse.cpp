@@ -145,6 +145,19 @@ std::optional<BandInput> band_input(const ComparisonPlan& plan,
   return b;
 }
 
+// Golden mode: the golden file's own envelope where it judges (golden_mode.h), its environment
+// for the report. True when it judges an exact class (across environments).
+bool golden_rule(const ComparisonPlan& plan, CompareResult& r,
+                 std::optional<EnvelopeInput>& envelope) {
+  GoldenJudgement g = golden_judgement(plan.golden, plan.klass, r.env, r.policy.envelope_factor,
+                                       plan.golden_envelope_unusable);
+  envelope = std::move(g.envelope);
+  r.golden = std::move(g.source);
+  if (plan.klass == config::Knob::Approximate && !envelope)
+    r.warnings.push_back(r.golden->judged_by);
+  return g.exact_by_envelope;
+}
+
 }  // namespace
 
 CompareResult analyse_alignment(const ComparisonPlan& plan,
@@ -168,7 +181,10 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   if (plan.mode == Mode::Golden) r.env = outs[vi].summary.env;
   if (!outs[vi].ok()) fail_arm(r, Arm::Variant, outs[vi]);
 
-  const std::optional<EnvelopeInput> envelope = envelope_input(plan, outs, r);
+  std::optional<EnvelopeInput> envelope = envelope_input(plan, outs, r);
+  const bool exact_by_envelope = plan.mode == Mode::Golden && golden_rule(plan, r, envelope);
+  // The class whose rule judges: an exact class across environments takes the envelope's.
+  const config::Knob rule_class = exact_by_envelope ? config::Knob::Approximate : plan.klass;
   const std::optional<BandInput> band = band_input(plan, outs, r);
   const bool from_history = plan.mode == Mode::AB && !plan.reference_curve.empty();
   if (from_history) {
@@ -179,9 +195,10 @@ CompareResult analyse_alignment(const ComparisonPlan& plan,
   }
   r.alignment = check_alignment(from_history ? plan.reference_curve : r.baseline.loss_curve,
                                 r.variant.loss_curve, r.policy.check_step, r.policy.tolerance,
-                                plan.klass, band, envelope, r.policy.curve_window_pct);
+                                rule_class, band, envelope, r.policy.curve_window_pct);
   if (plan.klass == config::Knob::Workload) mark_workload_change(r.alignment, plan.workload_changes);
   if (plan.mode == Mode::Golden) golden_seed_band(r.alignment);
+  if (plan.mode == Mode::Golden) golden_envelope_wording(r.alignment, exact_by_envelope);
   if (plan.mode == Mode::AB && !r.failed_arm && r.alignment.applicable && !r.alignment.aligned)
     r.warnings.push_back(
         "not timed: the loss does not align, and an optimization that changes the math is rejected "

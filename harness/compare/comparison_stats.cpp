@@ -58,14 +58,15 @@ std::string judge_by_envelope(Alignment& a, const std::vector<double>& b, int64_
   char buf[512];
   a.rule = Rule::Envelope;
   Envelope e;
-  e.runs = static_cast<int64_t>(in.curves.size());
+  e.runs = in.values.empty() ? static_cast<int64_t>(in.curves.size())
+                             : static_cast<int64_t>(in.noise_seeds.size());
   e.noise_seeds = in.noise_seeds;
   e.factor = in.factor;
   e.noise = in.noise;
   e.noise_source = in.noise_source;
   e.noise_dtype = in.noise_dtype;
   e.window = in.window > 0 ? in.window : envelope_window(n);
-  e.values = noise_envelope(b, in.curves, e.window);
+  e.values = in.values.empty() ? noise_envelope(b, in.curves, e.window) : in.values;
   if (static_cast<int64_t>(e.values.size()) >= a.check_step)
     e.at_check = e.values[static_cast<size_t>(a.check_step - 1)];
   e.bound_at_check = e.factor * e.at_check;
@@ -197,7 +198,8 @@ Alignment check_alignment(const std::vector<double>& b, const std::vector<double
   a.curve.from_step = curve_window_start(n, curve_window_pct);
   a.curve.to_step = n;
   a.curve.value = mean_abs_diff(b, v, a.curve.from_step, n);
-  if (klass == config::Knob::Approximate && envelope && !envelope->curves.empty())
+  if (klass == config::Knob::Approximate && envelope &&
+      (!envelope->curves.empty() || !envelope->values.empty()))
     a.explanation = judge_by_envelope(a, b, n, *envelope);
   else if (klass == config::Knob::Approximate && band && band->losses.size() >= 2)
     a.explanation = judge_by_band(a, *band);

@@ -39,6 +39,9 @@ struct EnvelopeInput {
   NoiseDtype noise_dtype;    // whose dtype, declared where
   double factor = 3;         // c
   int64_t window = 0;        // E's trailing window; 0 = envelope_window(steps)
+  // E per step measured elsewhere (a golden file's, harness/compare/golden_file.h): used as it
+  // is, and `curves` may be empty.
+  std::vector<double> values;
 };
 
 // check_step 0 = the last step both curves have. Curves are indexed by step - 1. The rule:

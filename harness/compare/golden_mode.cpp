@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "harness/compare/comparison_stats.h"
 #include "harness/compare/workload_change.h"
@@ -11,24 +9,7 @@
 
 namespace lockstep::compare {
 
-std::vector<double> read_golden(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open golden file");
-  std::vector<double> curve;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    long long step = 0;
-    double loss = 0;
-    if (!(ss >> step >> loss) || step != static_cast<long long>(curve.size()) + 1)
-      throw UsageError(path + ":" + std::to_string(n) + ": expected \"" +
-                       std::to_string(curve.size() + 1) + " <loss>\"");
-    curve.push_back(loss);
-  }
-  if (curve.empty()) throw UsageError(path + ": no losses");
-  return curve;
-}
+std::vector<double> read_golden(const std::string& path) { return read_golden_file(path).curve; }
 
 GoldenClass golden_knob_class(const config::Config& variant) {
   const auto defaults = config::Config::parse("", "<defaults>");
@@ -69,6 +50,69 @@ void golden_seed_band(Alignment& a) {
         b.half_width, b.seeds.size(),
         a.equal_to_3dp ? "; also equal to three decimals" : "; not equal to three decimals");
   a.explanation = buf;
+}
+
+namespace {
+
+std::string judged_by(const GoldenFile& g, const GoldenJudgement& j, config::Knob klass) {
+  if (j.envelope && j.exact_by_envelope)
+    return "an exact class across environments (" + key_list(j.source.differing) +
+           " differ), judged by the golden file's own noise envelope, as the file asks "
+           "(exact_across_environments = envelope)";
+  if (j.envelope)
+    return "judged by the golden file's own noise envelope (" +
+           std::to_string(g.envelope_runs) + " perturbed runs at export, weight noise " +
+           g.envelope_noise_source + ")";
+  if (klass == config::Knob::Approximate)
+    return g.format == 1 ? "a format-1 golden file (no envelope): judged by the variant's seed "
+                           "band, the fallback for old files"
+                         : "the golden file carries no envelope (exported with --no-envelope): "
+                           "judged by the variant's seed band";
+  if (klass == config::Knob::Exact && !j.source.differing.empty())
+    return "an exact class across environments (" + key_list(j.source.differing) +
+           " differ), judged by the tolerance (the file says exact_across_environments = " +
+           to_string(g.exact_across) + (g.has_envelope() ? ")" : ", or carries no envelope)");
+  return "judged as the class says; the golden file's envelope is not needed";
+}
+
+}  // namespace
+
+GoldenJudgement golden_judgement(const GoldenFile& g, config::Knob klass,
+                                 const std::map<std::string, std::string>& here, double factor,
+                                 const std::string& unusable) {
+  GoldenJudgement j;
+  j.source.format = g.format;
+  j.source.environment = g.environment;
+  j.source.differing = environment_differences(g.environment, here);
+  j.source.envelope = g.has_envelope();
+  const bool usable = g.has_envelope() && unusable.empty();
+  j.exact_by_envelope = klass == config::Knob::Exact && usable &&
+                        g.exact_across == ExactAcross::Envelope && !j.source.differing.empty();
+  if (usable && (klass == config::Knob::Approximate || j.exact_by_envelope)) {
+    EnvelopeInput e;
+    e.values = g.envelope;
+    for (int64_t k = 1; k <= g.envelope_runs; ++k) e.noise_seeds.push_back(k);
+    e.noise = g.envelope_noise;
+    e.noise_source = g.envelope_noise_source;
+    e.factor = factor;
+    e.window = g.envelope_window;
+    j.envelope = std::move(e);
+  }
+  j.source.exact_by_envelope = j.exact_by_envelope;
+  j.source.judged_by = usable || !g.has_envelope() ? judged_by(g, j, klass) : unusable;
+  return j;
+}
+
+void golden_envelope_wording(Alignment& a, bool exact_by_envelope) {
+  if (a.rule != Rule::Envelope) return;
+  const std::string from = "approximate knob: ";
+  if (a.explanation.rfind(from, 0) == 0)
+    a.explanation = (exact_by_envelope ? std::string("exact knob across environments, by the "
+                                                     "golden file's noise envelope: ")
+                                       : std::string("approximate knob, by the golden file's "
+                                                     "noise envelope: ")) +
+                    a.explanation.substr(from.size());
+  if (exact_by_envelope) a.klass = config::Knob::Exact;
 }
 
 }  // namespace lockstep::compare

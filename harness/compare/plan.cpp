@@ -193,7 +193,8 @@ ComparisonPlan plan_comparison(const CompareRequest& req) {
     p.reference_source = std::move(ref.source);
   }
   if (p.mode == Mode::Golden) {  // before any run starts
-    p.golden_curve = read_golden(req.golden_file);
+    p.golden = read_golden_file(req.golden_file);
+    p.golden_curve = p.golden.curve;
     check_golden_length(req.golden_file, p.golden_curve, vcfg, req.steps > 0);
   }
 
@@ -406,6 +407,25 @@ void plan_probe(ComparisonPlan& p, const CompareRequest& req, const CheckPlannin
               with_noise(c.bsets, p.probe_noise, k), k);
 }
 
+// Golden mode, approximate class, a golden file that carries its envelope (golden_file.h): that
+// envelope judges, so no seed band runs.
+// An envelope measured at a finer rounding than the variant's (an fp32 golden, a bf16 variant)
+// is too narrow for it: the seed band judges, and the report says why.
+void plan_golden_envelope(ComparisonPlan& p) {
+  if (p.mode != Mode::Golden || !p.golden.has_envelope()) return;
+  const auto [u, source] = envelope_noise(p.policy, p.variant_config, p.variant_config);
+  if (u > p.golden.envelope_noise * (1 + 1e-12))
+    p.golden_envelope_unusable =
+        "the golden file's envelope was measured at weight noise " +
+        p.golden.envelope_noise_source + ", finer than the variant's " + source +
+        ": it is too narrow to judge it, so the seed band does (export the golden file at the "
+        "variant's precision)";
+  if (p.klass != config::Knob::Approximate || !p.golden_envelope_unusable.empty()) return;
+  p.approximate_rule = Rule::Envelope;
+  p.envelope_noise = p.golden.envelope_noise;
+  p.envelope_noise_source = p.golden.envelope_noise_source;
+}
+
 // The seed band: the baseline at K more seeds; in golden mode (no baseline config) the variant.
 void plan_seed_band(ComparisonPlan& p, const CompareRequest& req, const CheckPlanning& c) {
   if (p.approximate_rule != Rule::SeedBand) return;
@@ -464,6 +484,7 @@ void plan_checks(ComparisonPlan& p, const CompareRequest& req, const TrainerProt
   plan_interleave(p, c);
   const bool envelope = plan_envelope(p, req, c);
   plan_probe(p, req, c, envelope);
+  plan_golden_envelope(p);
   plan_seed_band(p, req, c);
   plan_timing(p, req, c);
 }

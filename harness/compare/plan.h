@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/compare/golden_file.h"
 #include "harness/compare/request.h"
 #include "harness/config/config.h"
 #include "harness/runs/child_run.h"
@@ -60,6 +61,9 @@ struct ComparisonPlan {
   std::vector<std::string> warnings;    // known before any run (too few repeats, A/A, knobs)
   std::string golden_file;              // golden mode: the `step loss` file ...
   std::vector<double> golden_curve;     // ... and its curve (index 0 = step 1)
+  GoldenFile golden;                    // ... and all of it: environment, envelope (format 2)
+  // Why the golden file's envelope cannot judge this variant ("" = it can, where it has one).
+  std::string golden_envelope_unusable;
   std::vector<double> reference_curve;  // --against-history: the recorded baseline curve
   std::string reference_source;
   // Approximate knobs: Rule::Envelope or Rule::SeedBand (see above); unset otherwise.

@@ -287,6 +287,18 @@ json common_peak_json(const CompareResult& r) {
           {"source", r.common_peak.source}};
 }
 
+// Golden mode: the golden file's format, its environment and which rule it allowed (null in A/B).
+json golden_json(const CompareResult& r) {
+  if (!r.golden) return nullptr;
+  const GoldenSource& g = *r.golden;
+  return {{"format", g.format},
+          {"environment", g.environment},
+          {"differing", g.differing},
+          {"envelope", g.envelope},
+          {"exact_by_envelope", g.exact_by_envelope},
+          {"judged_by", g.judged_by}};
+}
+
 }  // namespace
 
 json to_json(const CompareResult& r) {
@@ -354,6 +366,7 @@ json to_json(const CompareResult& r) {
           {"too_few_repeats", r.too_few_repeats},
           {"wall_seconds", number(r.wall_seconds)},
           {"environment", r.env},
+          {"golden", golden_json(r)},
           {"git_refs", r.git_refs ? to_json(*r.git_refs) : json(nullptr)}};
 }
 

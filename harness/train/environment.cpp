@@ -60,6 +60,17 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// The compiler this binary was built with (a golden file records it: harness/compare/golden_file.h).
+std::string compiler() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("GCC ") + __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
 }  // namespace
 
 std::map<std::string, std::string> describe_environment(const std::string& device, int64_t threads,
@@ -70,6 +81,7 @@ std::map<std::string, std::string> describe_environment(const std::string& devic
   env["threads"] = std::to_string(threads);
   env["world_size"] = std::to_string(world);
   env["blas"] = blas_in_use();
+  env["compiler"] = compiler();
   env["cpu"] = cpu_model();
   env["aten_cpu_capability"] = aten_cpu_capability();
   const char* tunables = std::getenv("GLIBC_TUNABLES");  // set by util::ensure_malloc_tuning

@@ -257,6 +257,16 @@ struct Sequential {
   std::string stopped;
 };
 
+// Golden mode: what the golden file brought (harness/compare/golden_file.h, docs/golden.md).
+struct GoldenSource {
+  int format = 1;                                  // 1: "step loss" lines; 2: with a header
+  std::map<std::string, std::string> environment;  // the exporting environment (format 2)
+  std::vector<std::string> differing;  // its keys whose values differ from the variant run's
+  bool envelope = false;               // the file carries the envelope measured at export
+  bool exact_by_envelope = false;      // an exact class judged by it, across environments
+  std::string judged_by;               // one sentence: which rule the file allowed, and why
+};
+
 struct CompareResult {
   Verdict verdict = Verdict::Fail;         // Pass | Fail
   int exit_code = 1;                       // harness/util/exit_codes.h
@@ -306,6 +316,7 @@ struct CompareResult {
   double wall_seconds = 0;
   std::string out_dir;
   std::map<std::string, std::string> env;  // of the baseline's alignment run
+  std::optional<GoldenSource> golden;      // golden mode only
   // `compare CONFIG --base-ref REF`: the arms are one config at two commits (baseline = base,
   // variant = head); unset for a comparison of two configs.
   std::optional<GitRefs> git_refs;

@@ -5,6 +5,7 @@
 // tiny preset; no timing is asserted.
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "cli_util.h"
 #include "tests/fixtures/read_file.h"
@@ -152,4 +153,88 @@ TEST(CompareWorkload, ABatchSizeChangeIsTimedWithNoAlignmentVerdict) {
   }
   EXPECT_TRUE(has(md, "| tokens/s |")) << md;
   EXPECT_FALSE(has(md, "Memory per rank")) << md;  // no arm is sharded
+}
+
+// ---- golden files that carry their envelope (issue 54, docs/golden.md) ------------------------
+
+namespace {
+
+// `from` with every loss x factor, the header and the envelope column kept: a planted drift.
+void scale_losses(const fs::path& from, const fs::path& to, double factor) {
+  std::ifstream in(from);
+  std::ofstream out(to);
+  out.precision(17);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind('#', 0) == 0) {
+      out << line << "\n";
+      continue;
+    }
+    std::istringstream ss(line);
+    long long step = 0;
+    double loss = 0;
+    std::string rest;
+    ss >> step >> loss;
+    std::getline(ss, rest);
+    out << step << " " << loss * factor << rest << "\n";
+  }
+}
+
+CliResult export_bf16(const TempDir& tmp, const std::string& name, bool envelope) {
+  std::vector<std::string> args{"run", "configs/variants/bf16.toml", "--steps", "30", "--set",
+                                "run.threads=1", "--out", tmp / name, "--quiet", "--no-history",
+                                "--export-losses", tmp / (name + ".loss")};
+  if (!envelope) args.push_back("--no-envelope");
+  return run_lockstep(args, tmp.path());
+}
+
+CliResult golden_compare(const TempDir& tmp, const std::string& golden, const std::string& out) {
+  return run_lockstep({"compare", "--golden", tmp / golden, "configs/variants/bf16.toml",
+                       "--steps", "30", "--set-variant", "run.threads=2", "--out", tmp / out,
+                       "--no-history"},
+                      tmp.path());
+}
+
+}  // namespace
+
+// bf16 exported at one thread, judged at two (another reduction order: the low bits move, as a
+// new base image's do): within c x the envelope measured at export; the same file with its losses
+// x 1.02 is not. The report shows both environments.
+TEST(GoldenEnvelope, RoundTripAcrossThreadCountsPassesAndAPlanted2PercentDriftFails) {
+  TempDir tmp;
+  auto exp = export_bf16(tmp, "g", true);
+  ASSERT_EQ(exp.exit_code, 0) << exp.output;
+  const std::string text = read_text(tmp.path() / "g.loss");
+  EXPECT_EQ(text.rfind("# lockstep golden 2\n", 0), 0u) << text;
+  EXPECT_TRUE(has(text, "\n# threads = 1\n")) << text;
+  EXPECT_TRUE(has(text, "\n# envelope_runs = 3\n")) << text;
+  EXPECT_TRUE(has(text, "\n# envelope_noise_source = unit roundoff of bf16 (2^-8)\n")) << text;
+  EXPECT_TRUE(has(text, "\n# compiler = ")) << text;
+  EXPECT_TRUE(fs::exists(tmp.path() / "g" / "envelope" / "noise3" / "metrics.jsonl"));
+
+  auto ok = golden_compare(tmp, "g.loss", "ok");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  auto rep = read_json(tmp.path() / "ok" / "report.json");
+  EXPECT_EQ(rep["alignment"]["rule"], "envelope") << rep["alignment"];
+  EXPECT_TRUE(rep["alignment"]["aligned"].get<bool>()) << rep["alignment"]["explanation"];
+  EXPECT_GT(rep["alignment"]["abs_diff"].get<double>(), 0.0);  // two environments, really
+  EXPECT_EQ(rep["alignment"]["envelope"]["runs"], 3);
+  EXPECT_TRUE(has(rep["alignment"]["explanation"], "by the golden file's noise envelope"))
+      << rep["alignment"]["explanation"];
+  EXPECT_EQ(rep["golden"]["format"], 2);
+  EXPECT_TRUE(rep["golden"]["envelope"].get<bool>());
+  EXPECT_EQ(rep["golden"]["environment"]["threads"], "1");
+  EXPECT_EQ(rep["environment"]["threads"], "2");
+  EXPECT_EQ(rep["golden"]["differing"], nlohmann::json::array({"threads"}));
+  EXPECT_FALSE(fs::exists(tmp.path() / "ok" / "arms" / "variant-seed1235"));  // no band runs
+  const std::string md = read_text(tmp.path() / "ok" / "report.md");
+  EXPECT_TRUE(has(md, "| threads | `1` | `2` | differs |")) << md;
+  EXPECT_TRUE(has(read_text(tmp.path() / "ok" / "report.html"), "Golden (export)"));
+
+  scale_losses(tmp.path() / "g.loss", tmp.path() / "drift.loss", 1.02);
+  auto bad = golden_compare(tmp, "drift.loss", "bad");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  auto brep = read_json(tmp.path() / "bad" / "report.json");
+  EXPECT_EQ(brep["alignment"]["rule"], "envelope");
+  EXPECT_FALSE(brep["alignment"]["aligned"].get<bool>());
 }

@@ -98,8 +98,9 @@ TEST(JsonReport, HasExactlyTheContractFields) {
                 "determinism",  "failed_arm", "failure",   "repeats",       "too_few_repeats",
                 "timed",        "wall_seconds", "environment", "class_source", "tail_statistic",
                 "power",        "common_peak", "sequential", "interleave", "interleave_note",
-                "throughput_test", "trainer_protocol", "conformance", "git_refs"}));
+                "throughput_test", "trainer_protocol", "conformance", "git_refs", "golden"}));
   EXPECT_TRUE(j["conformance"].is_null());  // no kernel changed
+  EXPECT_TRUE(j["golden"].is_null());       // an A/B comparison: no golden file (issue 54)
   EXPECT_TRUE(j["git_refs"].is_null());     // two configs, not two git commits (issue 55)
   // Lockstep's own trainer: protocol 2, everything (docs/protocol.md).
   EXPECT_EQ(j["trainer_protocol"]["baseline"],
