@@ -173,8 +173,11 @@ def main():
                     return compiled(x)
                 finally:
                     rec._active, lt.ProbeRecorder.active = True, rec
+        # ops=False: this trainer names its attention tensors itself (lt.record), the same in
+        # every arm, where the helper's op records would differ between the explicit attention
+        # (matmul, softmax, matmul) and sdpa.toml's fused one (docs/protocol.md "What a probe records").
         ls.run_probe(model, load=lambda path: model.load_state_dict(torch.load(path)),
-                     forward=forward, batches=batches)
+                     forward=forward, batches=batches, ops=False)
         return
 
     with ls.metrics(args.metrics) as out:

@@ -28,6 +28,7 @@ from .protocol import PROTOCOL, Session, Metrics
 from .sketch import BUCKETS, count_sketch, splitmix64, ProbeRecorder, record, write_probe
 from .turn import Turn
 from .noise import weight_noise
+from .ops import OPS
 
 __all__ = ["PROTOCOL", "Session", "Metrics", "Turn", "weight_noise", "BUCKETS", "count_sketch",
-           "splitmix64", "ProbeRecorder", "record", "write_probe"]
+           "splitmix64", "ProbeRecorder", "record", "write_probe", "OPS"]

@@ -183,15 +183,18 @@ class Session:
     def probe_mode(self):
         return bool(self.probe_out)
 
-    def run_probe(self, model, load, forward, batches, modules=None):
+    def run_probe(self, model, load, forward, batches, modules=None, ops=True):
         """The probe run: at each checkpoint, load(path); then forward(batch) for each fixed
         batch (no grad, under the weight noise of that step), sketching `modules` (a dict or
-        (name, module) pairs; default: every leaf module with parameters) and what forward
-        returns ("output"). Writes LOCKSTEP_PROBE_OUT/probe.json and probe.bin."""
+        (name, module) pairs; default: every leaf module with parameters), with ops=True the
+        outputs of the ops attention and normalization are made of (matmul, bmm, softmax,
+        log_softmax, layer_norm, scaled_dot_product_attention: lockstep_trainer/ops.py, named
+        PATH.OP by the module of `model` they run in), and what forward returns ("output").
+        Writes LOCKSTEP_PROBE_OUT/probe.json and probe.bin."""
         if modules is None:
             modules = [(n, m) for n, m in model.named_modules()
                        if not list(m.children()) and list(m.parameters(recurse=False))]
-        rec = ProbeRecorder(modules)
+        rec = ProbeRecorder(modules, ops_of=model if ops else None)
         steps, sketches, names = [], [], []
         try:
             with torch.no_grad():

@@ -6,10 +6,12 @@
 // Debian build, the venv's torch 2.11 for the wheel build); `lockstep run` itself is an external trainer too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "cli_util.h"
 #include "harness/runs/run_folder.h"
@@ -417,6 +419,59 @@ TEST(ExternalExample, TheReadmesMinimalTrainerIsTheOneThatRuns) {
   const auto l = losses(tmp.path() / "a" / "metrics.jsonl");
   ASSERT_EQ(l.size(), 50u);
   EXPECT_LT(l.back(), 0.5 * l.front());
+}
+
+// ---- the probe sees ops, not only modules (issue 54) --------------------------------------------
+
+// examples/external/inline_attention.py writes its attention inline (torch.matmul, F.softmax) and
+// names nothing for the probe (no lt.record): the helper's op records are all that sees the
+// scores. Values only (values_only_policy.toml), 2 timing repeats: the alignment is the verdict.
+static nlohmann::json compare_inline(const TempDir& tmp, const std::string& variant, int expect_exit) {
+  auto r = run_lockstep({"compare", "examples/external/inline.toml", variant, "--repeats", "2",
+                         "--policy", "tests/external/values_only_policy.toml", "--out", tmp / "c",
+                         "--no-history"},
+                        tmp.path(), 900);
+  EXPECT_EQ(r.exit_code, expect_exit) << r.output;
+  return read_json(tmp.path() / "c" / "report.json");
+}
+
+// A 2% attention-logit drift under bf16: the loss cannot tell it from bf16's rounding (inside the
+// envelope), the probe rejects it at the attention weights the inline F.softmax returned, the
+// first tensor outside in forward order (q, k and v before it are inside).
+TEST(ExternalInline, ADriftInInlineAttentionIsRejectedAtItsOpRecord) {
+  TempDir tmp;
+  const auto rep = compare_inline(tmp, "examples/external/inline-bf16-drift.toml", 1);
+  EXPECT_EQ(rep["verdict"], "fail");
+  EXPECT_TRUE(rep["alignment"]["envelope"].value("inside", false)) << rep["alignment"].dump();
+  const auto& probe = rep["alignment"]["probe"];
+  ASSERT_TRUE(probe.contains("steps")) << rep["alignment"].dump();
+  EXPECT_FALSE(probe["passed"].get<bool>());
+  EXPECT_GE(probe["ratio_max"].get<double>(), 5.0) << probe["at_tensor"];
+  const std::string at = probe["at_tensor"];
+  EXPECT_EQ(at.substr(at.size() - std::string(".attn.softmax").size()), ".attn.softmax") << at;
+  EXPECT_EQ(probe["first_outside"]["tensor"], "blocks.0.attn.softmax") << probe["first_outside"];
+}
+
+// Correct bf16 is aligned with the op records in the probe (each layer's scores, weights and
+// their product with v), every one within the bound.
+TEST(ExternalInline, CorrectBf16IsAlignedWithTheOpRecords) {
+  TempDir tmp;
+  const auto rep = compare_inline(tmp, "examples/external/inline-bf16.toml", 0);
+  EXPECT_EQ(rep["verdict"], "pass");
+  const auto& probe = rep["alignment"]["probe"];
+  ASSERT_TRUE(probe.contains("steps")) << rep["alignment"].dump();
+  EXPECT_TRUE(probe["passed"].get<bool>()) << probe["at_tensor"] << " " << probe["ratio_max"];
+  EXPECT_LT(probe["ratio_max"].get<double>(), probe["factor"].get<double>());
+  const auto& t = probe["tensors"];
+  for (const char* name : {"blocks.0.attn.matmul", "blocks.0.attn.softmax", "blocks.0.attn.matmul1",
+                           "blocks.2.attn.softmax"})
+    EXPECT_NE(std::find(t.begin(), t.end(), name), t.end()) << name << " not in " << t.dump();
+  // Modules and ops in forward order: v's projection, the three ops, the output projection.
+  const auto v = std::find(t.begin(), t.end(), "blocks.0.attn.v");
+  ASSERT_NE(v, t.end());
+  EXPECT_EQ(nlohmann::json(std::vector<nlohmann::json>(v, v + 5)),
+            nlohmann::json({"blocks.0.attn.v", "blocks.0.attn.matmul", "blocks.0.attn.softmax",
+                            "blocks.0.attn.matmul1", "blocks.0.attn.o.in"}));
 }
 
 // ---- two optimizations only PyTorch 2.x has (issue 51), on the wheel build's own torch ----------
