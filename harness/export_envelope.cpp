@@ -6,6 +6,7 @@
 
 #include "harness/compare/comparison_stats.h"
 #include "harness/compare/envelope.h"
+#include "harness/compare/envelope_noise.h"
 #include "harness/compare/golden_file.h"
 #include "harness/runs/child_run.h"
 #include "harness/util/exit_codes.h"
