@@ -309,11 +309,13 @@ measure() {
     record nccl_1rank run skipped 0 "not run: this build has no Gloo to stand in for NCCL on the CPU"
   fi
   compare fp32_vs_tf32 60 configs/baseline.toml configs/variants/tf32.toml
-  run determinism_a 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_a.loss"
-  run determinism_b 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_b.loss"
+  # The loss curves only (--no-envelope: no perturbed runs); a golden file's "#" lines are its
+  # header (docs/golden.md), the same for both runs on one machine.
+  run determinism_a 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_a.loss" --no-envelope
+  run determinism_b 30 configs/variants/bf16_fused_attention.toml --export-losses "$OUT/determinism_b.loss" --no-envelope
   if [ -f "$OUT/determinism_a.loss" ] && [ -f "$OUT/determinism_b.loss" ]; then
     if cmp -s "$OUT/determinism_a.loss" "$OUT/determinism_b.loss"; then
-      record determinism check 0 0 "bitwise equal ($(wc -l < "$OUT/determinism_a.loss") steps, bf16 + fused attention)"
+      record determinism check 0 0 "bitwise equal ($(grep -vc '^#' "$OUT/determinism_a.loss") steps, bf16 + fused attention)"
     else
       record determinism check 1 0 "DIFFERENT: $(diff "$OUT/determinism_a.loss" "$OUT/determinism_b.loss" | sed -n 2p)"
       status=1
@@ -325,7 +327,8 @@ measure() {
   while read -r f; do
     pid=${f#/proc/}
     pid=${pid%/environ}
-    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "^$LS " && left_behind+=" $pid"
+    # (a process may end between the two reads: its cmdline is gone, and it is not left behind)
+    { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q "^$LS " && left_behind+=" $pid"
   done < <(grep -l -a "LOCKSTEP_GPU_CHECK_ID=$check_id" /proc/[0-9]*/environ 2>/dev/null)
   if [ -n "$left_behind" ]; then
     say "processes left behind:$left_behind"
