@@ -150,8 +150,12 @@ std::string serve_compare_html(const ServeHtmlInput& in) {
     << " window pairs in turns (AB, BA, …), the same arrivals in each pair · P99 red line "
     << html_escape(fmt("%g ms", in.slo_ms)) << "</p></div>\n<main>\n";
 
+  // The timing checks' intervals share one level (1 - 2 alpha); "CI" when none has one.
+  double level = 0;
+  for (const auto& c : in.checks) level = c.ci_level > 0 ? c.ci_level : level;
   o << "<section><h2>Checks</h2>\n<table><tr>" << th("check") << th("verdict")
-    << th("effect", true) << th("95% CI", true) << th("p", true) << th("detail") << "</tr>\n";
+    << th("effect", true) << th(level > 0 ? serve::ci_name(level) : "CI", true) << th("p", true)
+    << th("detail") << "</tr>\n";
   for (const auto& c : in.checks) {
     const std::string unit = "%";  // every timing check's effect is a change in %
     o << "<tr>" << td(html_escape(c.name)) << verdict_cell(compare::to_string(c.verdict))

@@ -55,6 +55,7 @@ ordered_json to_json(const ServeCheck& c) {
                       {"verdict", compare::to_string(c.verdict)},
                       {"value", finite_or_null(c.value_pct)},
                       {"ci", {finite_or_null(c.ci.lo), finite_or_null(c.ci.hi)}},
+                      {"ci_level", c.ci_level > 0 ? ordered_json(c.ci_level) : ordered_json()},
                       {"p", finite_or_null(c.p)},
                       {"detail", c.detail}};
 }

@@ -6,6 +6,9 @@
 #include "harness/util/format.h"
 
 namespace lockstep::serve {
+
+std::string ci_name(double level) { return util::format_number("%g", 100 * level) + "% CI"; }
+
 namespace {
 
 using compare::Verdict;
@@ -44,7 +47,8 @@ double missed_pct(const std::vector<WindowStats>& ws, size_t n) {
 ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<WindowStats>& var,
                      size_t n, const stats::PairedT& t, double p_adj, double alpha) {
   ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * std::expm1(t.mean),
-               stats::Interval{100 * std::expm1(t.ci.lo), 100 * std::expm1(t.ci.hi)}, p_adj, ""};
+               stats::Interval{100 * std::expm1(t.ci.lo), 100 * std::expm1(t.ci.hi)}, p_adj, "",
+               1 - 2 * alpha};
   const bool fail = p_adj < alpha;
   const bool pass = !fail && (t.ci.hi <= 0 || t.sd == 0);
   c.verdict = timing_verdict(fail, pass);
@@ -52,9 +56,9 @@ ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<Win
   char b[240];
   std::snprintf(b, sizeof b,
                 "missed the SLO: %.2f%% vs %.2f%% of requests (within: %+.2f points, variant - "
-                "baseline); odds of a miss %s per window pair over %zu pairs, CI [%s, %s]",
-                mb, mv, mb - mv, pct(c.value_pct).c_str(), n, pct(c.ci.lo).c_str(),
-                pct(c.ci.hi).c_str());
+                "baseline); odds of a miss %s per window pair over %zu pairs, %s [%s, %s]",
+                mb, mv, mb - mv, pct(c.value_pct).c_str(), n, ci_name(c.ci_level).c_str(),
+                pct(c.ci.lo).c_str(), pct(c.ci.hi).c_str());
   c.detail = b;
   return c;
 }
@@ -139,11 +143,13 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                  100 * std::expm1(t_p99.mean),
                  to_pct(t_p99.ci),
                  adj[0],
-                 ""};
+                 "",
+                 level};
     const bool fail = adj[0] < g.alpha;
     const bool pass = !fail && t_p99.ci.hi <= red;
     c.verdict = timing_verdict(fail, pass);
-    c.detail = "P99 " + pct(c.value_pct) + " over " + std::to_string(n) + " window pairs, CI [" +
+    c.detail = "P99 " + pct(c.value_pct) + " over " + std::to_string(n) + " window pairs, " +
+               ci_name(level) + " [" +
                pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
     out.push_back(c);
   }
@@ -153,7 +159,8 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
                  100 * std::expm1(t_thr.mean),
                  to_pct(t_thr.ci),
                  adj[1],
-                 ""};
+                 "",
+                 level};
     const bool fail = adj[1] < g.alpha;
     const bool pass = !fail && t_thr.ci.lo >= floor;
     c.verdict = timing_verdict(fail, pass);
@@ -163,12 +170,13 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
       c.detail = b + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
                  " search pairs (median " + util::format_number("%.1f", stats::median(capacity->baseline_rps)) +
                  " vs " + util::format_number("%.1f", stats::median(capacity->variant_rps)) +
-                 " req/s), CI [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
+                 " req/s), " + ci_name(level) + " [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
     } else {
       c.detail = "service speed " + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
                  " turn pairs (" + std::to_string(speed.real_tokens) + " real tokens in " +
                  std::to_string(speed.baseline_batches) + " vs " +
-                 std::to_string(speed.variant_batches) + " batches), CI [" + pct(c.ci.lo) + ", " +
+                 std::to_string(speed.variant_batches) + " batches), " + ci_name(level) + " [" +
+                 pct(c.ci.lo) + ", " +
                  pct(c.ci.hi) + "]";
     }
     out.push_back(c);

@@ -64,7 +64,11 @@ struct ServeCheck {
   stats::Interval ci;    // of the effect, same unit
   double p = 0;          // Holm-adjusted, one-sided in the failing direction
   std::string detail;
+  double ci_level = 0;   // ci's two-sided level (1 - 2 alpha: its edge is the one-sided test); 0: none
 };
+
+// "90% CI": what an interval of that two-sided level is called, in details and column heads.
+std::string ci_name(double level);
 
 struct GateSettings {
   double alpha = 0.05;

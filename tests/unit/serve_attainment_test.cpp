@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/serve/verdict.h"
+#include "reports/serve_html.h"
 #include "harness/stats/statistics.h"
 
 namespace lockstep::serve {
@@ -72,6 +73,36 @@ TEST(ServeAttainment, AVariantBetterInEveryWindowPassesWhereThePointsDifferenceC
   EXPECT_LT(c.ci.hi, -90.0);
   EXPECT_NE(c.detail.find("missed the SLO: 14.70% vs 0.09% of requests"), std::string::npos)
       << c.detail;
+}
+
+// The timing checks' intervals are two-sided at 1 - 2 alpha (their edge is the one-sided test):
+// 90% at the default alpha. The report said "95% CI" above them until issue 54's follow-up.
+TEST(ServeAttainment, EveryTimingCheckNamesItsIntervalsLevel) {
+  const auto base = windows({0.99, 0.62, 0.97, 0.985, 0.70});
+  const auto var = windows({1.0, 0.9975, 1.0, 1.0, 0.998});
+  const auto checks = judge_windows(base, var);
+  ASSERT_EQ(checks.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(checks[i].ci_level, 0.90) << checks[i].name;
+    EXPECT_NE(checks[i].detail.find("90% CI ["), std::string::npos) << checks[i].detail;
+  }
+  EXPECT_EQ(checks[3].name, "same math");
+  EXPECT_EQ(checks[3].ci_level, 0.0);  // no interval
+
+  SpeedTurns even;
+  even.baseline_s = even.variant_s = {0.30, 0.31, 0.29, 0.30, 0.32};
+  GateSettings g;
+  g.alpha = 0.025;
+  const std::vector<double> scores{-1.5, -2.5};
+  const auto strict = judge(base, var, even, scores, scores, g);
+  EXPECT_DOUBLE_EQ(strict[0].ci_level, 0.95);
+  EXPECT_NE(strict[0].detail.find("95% CI ["), std::string::npos) << strict[0].detail;
+
+  reports::ServeHtmlInput in;
+  in.checks = checks;
+  const std::string html = reports::serve_compare_html(in);
+  EXPECT_NE(html.find("<th class=\"num\">90% CI</th>"), std::string::npos);
+  EXPECT_EQ(html.find("<th class=\"num\">95% CI</th>"), std::string::npos);
 }
 
 TEST(ServeAttainment, MoreMissesInEveryWindowFailAndEqualWindowsNeverDo) {
