@@ -3,6 +3,7 @@
  *
  *   FILE* m = fopen(getenv("LOCKSTEP_METRICS"), "w");
  *   lockstep_hello(m, "turns");                    // announce what this trainer supports
+ *   (or lockstep_hello_compute(m, "turns", "bf16"): also the dtype it computes in)
  *   lockstep_turn t = lockstep_turn_from_env();    // inactive without LOCKSTEP_TURN_FD
  *   for (long step = 1; step <= steps; ++step) {
  *     lockstep_turn_wait(&t);                      // before the step's clock starts
@@ -30,8 +31,10 @@
 #define LOCKSTEP_PROTOCOL 2
 
 /* The hello line, first in the metrics file. `supports`: a comma-separated subset of
- * "turns,noise,probe" (only what this trainer really implements), or "". */
-static inline void lockstep_hello(FILE* metrics, const char* supports) {
+ * "turns,noise,probe" (only what this trainer really implements), or "". `compute`: the dtype the
+ * trainer computes in, "fp32", "tf32", "bf16" or "fp16" (it sets the noise envelope's u: docs/
+ * protocol.md "The compute dtype"), or NULL to declare none. */
+static inline void lockstep_hello_compute(FILE* metrics, const char* supports, const char* compute) {
   const char* s = supports;
   int first = 1;
   fprintf(metrics, "{\"lockstep\": {\"protocol\": %d, \"supports\": [", LOCKSTEP_PROTOCOL);
@@ -41,8 +44,15 @@ static inline void lockstep_hello(FILE* metrics, const char* supports) {
     if (end > s) fprintf(metrics, "%s\"%.*s\"", first ? "" : ", ", (int)(end - s), s), first = 0;
     s = *end ? end + 1 : end;
   }
-  fprintf(metrics, "]}}\n");
+  fprintf(metrics, "]");
+  if (compute) fprintf(metrics, ", \"compute\": \"%s\"", compute);
+  fprintf(metrics, "}}\n");
   fflush(metrics);
+}
+
+/* The hello without a compute dtype: Lockstep takes [precision] compute, then fp32. */
+static inline void lockstep_hello(FILE* metrics, const char* supports) {
+  lockstep_hello_compute(metrics, supports, NULL);
 }
 
 /* One step's line: the required fields (a non-finite loss is written as null). */

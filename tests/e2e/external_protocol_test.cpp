@@ -228,6 +228,17 @@ TEST(Protocol2, TheCHeaderTakesTurns) {
   const auto l = losses(tmp.path() / "c" / "arms" / "baseline" / "metrics.jsonl");
   ASSERT_EQ(l.size(), 12u);
   EXPECT_EQ(l[11], 4.0 / (1.0 + 0.1 * 12) + (1234 % 97) * 1e-3 + 1.0 / 3.0);  // %.17g: exact
+  EXPECT_TRUE(rep["trainer_protocol"]["baseline"]["compute"].is_null()) << rep["trainer_protocol"];
+
+  // lockstep_hello_compute declares the dtype: the run records it as the Python helper's does.
+  const std::string bf16 = std::string("external.command=[\"") + C_TRAINER +
+                           "\", \"--seed\", \"{seed}\", \"--steps\", \"{steps}\", \"--metrics\", "
+                           "\"{metrics}\", \"--compute\", \"bf16\"]";
+  r = run_lockstep({"run", kV1, "--set", bf16, "--out", tmp / "d", "--quiet", "--no-history"},
+                   tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_json(tmp.path() / "d" / "summary.json")["environment"]["trainer_compute"], "bf16")
+      << r.output;
 }
 
 // The trainer declares its numerics (docs/protocol.md "The compute dtype"): the hello's "compute"
