@@ -53,21 +53,24 @@ def salt_for(batch, index):
     return splitmix64(((batch << 40) | (index + 1)) & _M64)
 
 
-def count_sketch(t, salt, out=None):
-    """Adds the sketch of `t` with `salt` into `out` (m fp64 buckets on t's device); returns it."""
+def count_sketch(t, salt, out=None, cache=None):
+    """Adds the sketch of `t` with `salt` into `out` (m fp64 buckets on t's device); returns it.
+    `cache`: a SketchCache kept across calls (a recorder's), so that a probe's many tensors reuse
+    their signs and one conversion buffer instead of building them per call; the same bits."""
     m = BUCKETS
+    cache = cache if cache is not None else SketchCache()
     with torch.no_grad():
         x = t.detach().contiguous().view(-1)  # (n), as the module saw it
         n = x.numel()
         rows, tail = divmod(n, m)
         if out is None:
             out = torch.zeros(m, dtype=torch.float64, device=x.device)
-        u = signs(salt, rows + 1).to(x.device)
+        u = cache.signs(salt, rows + 1, x.device)
         # On a CPU, chunks of 16 rows (512 KiB of fp64) converted into one reused buffer that
         # stays in cache for the product: a third faster than 2**18-element chunks, same bits.
         chunk = (1 << 16) if x.device.type == "cpu" else (1 << 26)
         chunk_rows = max(1, chunk // m)
-        buf = torch.empty(min(chunk_rows, rows) * m, dtype=torch.float64, device=x.device)
+        buf = cache.buffer(min(chunk_rows, rows) * m, x.device)
         for r0 in range(0, rows, chunk_rows):
             nr = min(chunk_rows, rows - r0)
             block = buf.narrow(0, 0, nr * m).copy_(x.narrow(0, r0 * m, nr * m)).view(nr, m)
@@ -75,6 +78,30 @@ def count_sketch(t, salt, out=None):
         if tail > 0:
             out.narrow(0, 0, tail).add_(x.narrow(0, rows * m, tail).to(torch.float64) * u.narrow(0, rows, 1))
     return out
+
+
+class SketchCache:
+    """What count_sketch builds that does not depend on the tensor's values: the signs of each
+    (salt, rows) (a probe sketches the same tensors at every checkpoint: the same salts), and the
+    fp64 buffer the row chunks are converted into (one per device, grown as needed). At
+    gpt2-124m's shapes this halves the sketch's fixed cost per tensor (bench/probe_ops_cost.py)."""
+
+    def __init__(self):
+        self._signs, self._buffers = {}, {}
+
+    def signs(self, salt, count, device):
+        key = (salt, count, str(device))
+        u = self._signs.get(key)
+        if u is None:
+            u = self._signs[key] = signs(salt, count).to(device)
+        return u
+
+    def buffer(self, numel, device):
+        key = str(device)
+        b = self._buffers.get(key)
+        if b is None or b.numel() < numel:
+            b = self._buffers[key] = torch.empty(max(numel, 1), dtype=torch.float64, device=device)
+        return b
 
 
 class ProbeRecorder:
@@ -95,6 +122,7 @@ class ProbeRecorder:
         self._handles = []
         self.names, self._sketches = [], []
         self._batch, self._next, self._active = 0, 0, False
+        self._cache = SketchCache()
         pairs = list(modules.items() if isinstance(modules, dict) else modules)
         for name, module in pairs:
             self._handles.append(module.register_forward_hook(self._hook(name)))
@@ -174,7 +202,7 @@ class ProbeRecorder:
             raise RuntimeError("probe: tensor %d is %s in this forward and %s in the first"
                                % (self._next, name, self.names[self._next]))
         i = self._next
-        self._sketches[i] = count_sketch(t, salt_for(self._batch, i), self._sketches[i])
+        self._sketches[i] = count_sketch(t, salt_for(self._batch, i), self._sketches[i], self._cache)
         self._next += 1
 
     def take(self):
