@@ -8,8 +8,9 @@
 //           (harness/train/profile/host_work.h) over 5 steps after the warm-up: aten operators,
 //           allocations and host syncs per step (syncs split into inside the step and after it),
 //           fill_, casts (aten::_to_copy) and weight casts (of a parameter) per step, against
-//           the model's parameter count; eager: the same aten operators and
-//           syncs from LibTorch's profiler over 5 steps.
+//           the model's parameter count; eager: the same aten operators, syncs and
+//           allocations (the allocator's memory records, profile_memory) from LibTorch's
+//           profiler over 5 steps.
 //   time    ms per step, the median of R rounds (default 5), each round one `lockstep run` and
 //           one eager process per dtype in turn (each reports its median step).
 // and the goals: Lockstep's ops < eager's; Lockstep's ms <= 0.5x eager's; bf16 <= 1.1x fp32.
@@ -159,8 +160,9 @@ int main(int argc, char** argv) {
                 c.casts, c.weight_casts, median(ms_l[d]));
     const auto& e = eager_counts[d];
     const auto& eo = e["ops"];
-    std::printf("%-5s %-8s %9.0f %9s %8s %10s %10.0f %7.0f %7.0f %8s %12.2f\n", d.c_str(), "eager",
-                e["ops_per_step"].get<double>(), "-", "-", "-", e["syncs_per_step"].get<double>(),
+    std::printf("%-5s %-8s %9.0f %9s %8.0f %10s %10.0f %7.0f %7.0f %8s %12.2f\n", d.c_str(), "eager",
+                e["ops_per_step"].get<double>(), "-", e["allocs_per_step"].get<double>(), "-",
+                e["syncs_per_step"].get<double>(),
                 eo.contains("aten::fill_") ? eo["aten::fill_"].get<double>() : 0.0,
                 eo.contains("aten::_to_copy") ? eo["aten::_to_copy"].get<double>() : 0.0, "-",
                 median(ms_e[d]));

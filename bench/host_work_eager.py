@@ -11,7 +11,9 @@ parameter's step count (one sync per parameter); foreach=True reads it twice, so
 Prints one JSON object: ms_per_step (median over TIMED_STEPS after 10 warm-up steps) and, over
 COUNTED_STEPS under the autograd profiler, aten operators per step (every aten::* event, nested
 ones included, as RecordFunction reports them to LibTorch's profiler in C++ too), syncs per step
-(aten::_local_scalar_dense) and the operators by name.
+(aten::_local_scalar_dense), allocations per step (the profiler's memory records of LibTorch's
+CPU allocator, profile_memory=True: every allocation of at least one byte, inside an operator or
+not) and the operators by name.
 """
 import collections
 import json
@@ -100,17 +102,20 @@ def main():
         ms.append((time.perf_counter() - t0) * 1e3)
     ms.sort()
     ops = collections.Counter()
-    with torch.autograd.profiler.profile() as prof:
+    with torch.autograd.profiler.profile(profile_memory=True) as prof:
         for _ in range(counted):
             step()
     for e in prof.function_events:
         if e.name.startswith("aten::"):
             ops[e.name] += 1
+    # The allocator's records (function_events folds those inside an operator into its usage).
+    allocs = sum(1 for e in prof.kineto_results.events() if e.name() == "[memory]" and e.nbytes() > 0)
     print(json.dumps({
         "dtype": dtype, "torch": torch.__version__,
         "ms_per_step": ms[len(ms) // 2],
         "ops_per_step": sum(ops.values()) / counted,
         "syncs_per_step": ops["aten::_local_scalar_dense"] / counted,
+        "allocs_per_step": allocs / counted,
         "ops": {k: v / counted for k, v in ops.most_common()},
     }))
 
