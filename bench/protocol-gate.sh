@@ -6,12 +6,15 @@
 #   ext_aa         examples/external/baseline.toml against itself: any timing "fail" is a false alarm
 #   ext_slow5      the same trainer with --slowdown-pct 5 (GEMMs for 5% of each step's time, inside
 #                  the step): detected = throughput "fail"
+#   ext_slow2      the same with --slowdown-pct 2 (issue 54: 2% on every arm)
 #   ext_bf16       examples/external/bf16.toml at seed 3000 + trial: aligned = "loss alignment" pass
 #   ext_bf16drift  bf16 with attention logits x 1.02: rejected = "loss alignment" fail
 #   ddp_aa         configs/ddp2.toml against itself (2 ranks, turns rank by rank)
 #   ddp_slow5      ddp2 against ddp2 with faults.slowdown_pct = 5 on every rank
+#   ddp_slow2      the same with faults.slowdown_pct = 2
 #   ddp_zero2      ddp2 against configs/variants/zero2.toml: the report's tokens/s MDE
-# Last column: timing runs whose Gloo event loop left SCHED_IDLE (harness/dist/comm.cpp).
+# Column loop_restored: timing runs whose Gloo event loop left SCHED_IDLE (harness/dist/comm.cpp);
+# then the repeats per arm the verdict used and, with --repeats auto, where the sequence stopped.
 #
 # PAUSE_FILE=F: while F exists, wait before the next trial (a shared dev machine holds the bench
 # between trials, never during one).
@@ -51,9 +54,10 @@ EOF
   echo "$work/$name.toml"
 }
 slow5=$(ext_variant slow5 fp32 --slowdown-pct 5)
+slow2=$(ext_variant slow2 fp32 --slowdown-pct 2)
 drift=$(ext_variant drift bf16 --logit-drift 0.02)
 
-[ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\tloop_restored\n' > "$out"
+[ -s "$out" ] || printf 'scenario\ttrial\texit\talignment\trule\tprobe\tthroughput\tp99\ttokens_pct\ttokens_mde\tinterleave\tminutes\tloop_restored\trepeats\tstopped\n' > "$out"
 # TRIAL_OFFSET: number the trials (and seed the bf16 cells) from TRIAL_OFFSET + 1, to extend a TSV.
 first=$((${TRIAL_OFFSET:-0} + 1)) last=$((${TRIAL_OFFSET:-0} + n))
 for ((t = first; t <= last; t++)); do
@@ -63,12 +67,14 @@ for ((t = first; t <= last; t++)); do
     case "$k" in
       ext_aa) args=(examples/external/baseline.toml examples/external/baseline.toml --set-variant run.name=aa) ;;
       ext_slow5) args=(examples/external/baseline.toml "$slow5") ;;
+      ext_slow2) args=(examples/external/baseline.toml "$slow2") ;;
       # Alignment cells: 2 timing repeats (the alignment verdict does not depend on them; a
       # rejected variant is never timed).
       ext_bf16) args=(examples/external/baseline.toml examples/external/bf16.toml --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed" --repeats 2) ;;
       ext_bf16drift) args=(examples/external/baseline.toml "$drift" --set-baseline "run.seed=$seed" --set-variant "run.seed=$seed" --repeats 2) ;;
       ddp_aa) args=(configs/ddp2.toml configs/ddp2.toml --set-variant run.name=aa) ;;
       ddp_slow5) args=(configs/ddp2.toml configs/ddp2.toml --set-variant faults.slowdown_pct=5) ;;
+      ddp_slow2) args=(configs/ddp2.toml configs/ddp2.toml --set-variant faults.slowdown_pct=2) ;;
       ddp_zero2) args=(configs/ddp2.toml configs/variants/zero2.toml) ;;
       *) echo "protocol-gate: unknown scenario $k" >&2; exit 2 ;;
     esac
@@ -101,7 +107,8 @@ print("\t".join([k, t, rc, v.get("loss alignment", "-"), a.get("rule") or "-", p
                  v.get("throughput", "-"), v.get("p99 latency", "-"),
                  num(r["delta"]["tokens_per_sec_pct"]["value"]),
                  num((r.get("power") or {}).get("tokens_per_sec_mde_pct")),
-                 r.get("interleave", "-"), f"{r['wall_seconds'] / 60:.2f}", str(restored)]))
+                 r.get("interleave", "-"), f"{r['wall_seconds'] / 60:.2f}", str(restored),
+                 str(r.get("repeats", "-")), (r.get("sequential") or {}).get("stopped") or "-"]))
 EOF
     tail -n1 "$out" >&2
   done
