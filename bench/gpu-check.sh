@@ -11,7 +11,8 @@
 #                                 machine; it travels as .gpu-kit/), the CUDA example plugin out of
 #                                 tree, and the CUDA-labelled tests (ctest -L cuda)
 #   bench/gpu-check.sh measure    gpt2-124m on the GPU, in this order: bf16 vs bf16 + fused attention
-#                                 (with its function probe), bf16 vs bf16 + CUDA graphs, fp16 with
+#                                 (with its function probe), bf16 vs bf16 + fused attention + fused
+#                                 AdamW + CUDA graphs, bf16 vs bf16 + CUDA graphs, fp16 with
 #                                 dynamic loss scaling, bf16 vs bf16 + fused AdamW, bf16 vs bf16 +
 #                                 the fused_cuda plugin, a 1-rank NCCL group, fp32 vs tf32; then a
 #                                 determinism check (two runs, loss curves bitwise equal) if time is
@@ -242,7 +243,7 @@ compare() {  # NAME CAP BASELINE VARIANT [--set-variant k=v]...
   local sets=() kv
   for kv in "${dev[@]}"; do sets+=(--set-baseline "$kv" --set-variant "$kv"); done
   item "$name" compare "$cap" "$LS" compare "$ROOT/$base" "$ROOT/$var" --steps "$STEPS" \
-    --policy "$policy" --out "$OUT/$name" --no-history --force "${sets[@]}" "$@"
+    --policy "${ITEM_POLICY:-$policy}" --out "$OUT/$name" --no-history --force "${sets[@]}" "$@"
 }
 
 run() {  # NAME CAP CONFIG [--set k=v]...
@@ -278,6 +279,14 @@ measure() {
     grep -q '^gloo=ON$' "$BUILD/lockstep-build.txt" 2>/dev/null || nccl=""
   fi
   compare bf16_vs_fused_attention 150 configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml
+  # The three together (issue 52's MFU goal, >= 45% on an H100/H200): fused attention, fused AdamW
+  # and CUDA graphs on one variant, against bf16. Speed only (alignment "none": no envelope runs
+  # or probe, which would not fit the call): each knob's alignment is judged by its own item.
+  local fused_adamw=(--set-variant optim.impl=fused)
+  [ $rehearse -eq 1 ] && fused_adamw=("${adamw[@]}")
+  printf '[gate]\nrepeats = %s\ntiming_steps = 10\nseeds = 1\nalignment = "none"\n' "$REPEATS" > "$OUT/policy-speed.toml"
+  ITEM_POLICY=$OUT/policy-speed.toml compare bf16_vs_all_three 60 configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml \
+    "${fused_adamw[@]}" "${graphs[@]}" --set-variant run.name=bf16_all_three
   compare bf16_vs_cuda_graphs 60 configs/variants/bf16.toml configs/variants/bf16.toml \
     "${graphs[@]}" --set-variant run.name=bf16_cuda_graphs
   run fp16_loss_scaling 30 "$fp16"

@@ -14,6 +14,7 @@ rehearse = os.environ.get("GPU_CHECK_REHEARSE") == "1"
 
 COMPARES = {
     "bf16_vs_fused_attention": "bf16 vs bf16 + fused attention",
+    "bf16_vs_all_three": "bf16 vs bf16 + fused attention + fused AdamW + CUDA graphs",
     "bf16_vs_cuda_graphs": "bf16 vs bf16 + CUDA graphs",
     "bf16_vs_fused_adamw": "bf16 vs bf16 + fused AdamW",
     "bf16_vs_fused_cuda": "bf16 vs bf16 + fused_cuda plugin (bias+GELU, LayerNorm)",

@@ -42,7 +42,7 @@ python3 - "$out/gpu-check.json" <<'PY' || fail "gpu-check.json disagrees"
 import json, sys
 j = json.load(open(sys.argv[1]))
 names = [i["name"] for i in j["items"]]
-want = ["bf16_vs_fused_attention", "bf16_vs_cuda_graphs", "fp16_loss_scaling", "bf16_vs_fused_adamw",
+want = ["bf16_vs_fused_attention", "bf16_vs_all_three", "bf16_vs_cuda_graphs", "fp16_loss_scaling", "bf16_vs_fused_adamw",
         "bf16_vs_fused_cuda", "kernel_conformance", "nccl_1rank", "fp32_vs_tf32", "determinism_a", "determinism_b", "determinism"]
 assert names == want, names
 fa = j["items"][0]
