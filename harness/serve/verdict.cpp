@@ -89,21 +89,24 @@ double miss_log_odds_ratio(const WindowStats& baseline, const WindowStats& varia
   return log_odds(variant) - log_odds(baseline);
 }
 
-std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
-                              const std::vector<WindowStats>& var, const SpeedTurns& speed,
-                              const std::vector<double>& base_scores,
-                              const std::vector<double>& var_scores, const GateSettings& g,
-                              const CapacityPairs* capacity, const ScoreEnvelope* envelope) {
-  const size_t n = std::min(base.size(), var.size());
-  std::vector<double> d_p99, d_thr, d_slo;
-  for (size_t k = 0; k < n; ++k) {
+namespace {
+
+// Per window pair (or turn pair, or capacity search pair), variant against baseline, as logs.
+struct PairDeltas {
+  std::vector<double> p99, thr, slo;
+};
+
+PairDeltas pair_deltas(const std::vector<WindowStats>& base, const std::vector<WindowStats>& var,
+                       const SpeedTurns& speed, const CapacityPairs* capacity) {
+  PairDeltas d;
+  for (size_t k = 0; k < std::min(base.size(), var.size()); ++k) {
     const double a = base[k].p99_ms, b = var[k].p99_ms;
     // An unserved tail (inf) on one side only is as bad as it gets; on both, no information.
-    d_p99.push_back(std::isinf(a) && std::isinf(b) ? 0.0
+    d.p99.push_back(std::isinf(a) && std::isinf(b) ? 0.0
                     : std::isinf(b)               ? 10.0
                     : std::isinf(a)               ? -10.0
                                                   : std::log(b / a));
-    d_slo.push_back(miss_log_odds_ratio(base[k], var[k]));
+    d.slo.push_back(miss_log_odds_ratio(base[k], var[k]));
   }
   if (capacity) {
     for (size_t k = 0; k < std::min(capacity->baseline_rps.size(), capacity->variant_rps.size());
@@ -111,16 +114,93 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
       const double a = capacity->baseline_rps[k], b = capacity->variant_rps[k];
       // No capacity at all (not even the lowest rate within the SLO) on one side only: as bad
       // (or as good) as it gets; on both, no information.
-      d_thr.push_back(a <= 0 && b <= 0 ? 0.0 : b <= 0 ? -10.0 : a <= 0 ? 10.0 : std::log(b / a));
+      d.thr.push_back(a <= 0 && b <= 0 ? 0.0 : b <= 0 ? -10.0 : a <= 0 ? 10.0 : std::log(b / a));
     }
   } else {
     for (size_t k = 0; k < std::min(speed.baseline_s.size(), speed.variant_s.size()); ++k)
-      d_thr.push_back(std::log(speed.baseline_s[k] / speed.variant_s[k]));  // same tokens
+      d.thr.push_back(std::log(speed.baseline_s[k] / speed.variant_s[k]));  // same tokens
   }
+  return d;
+}
+
+stats::Interval to_pct(stats::Interval i) {
+  return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
+}
+
+// A check of a paired t on log ratios: fails on its Holm-adjusted p, passes when the whole
+// interval is on the allowed side of `bound` (a log; `upper`: the bound is a ceiling).
+ServeCheck log_ratio_check(const char* name, const stats::PairedT& t, double p_adj, double bound,
+                           bool upper, double alpha, double level) {
+  ServeCheck c{name, Verdict::Inconclusive, 100 * std::expm1(t.mean), to_pct(t.ci), p_adj, "",
+               level};
+  const bool fail = p_adj < alpha;
+  c.verdict = timing_verdict(fail, !fail && (upper ? t.ci.hi <= bound : t.ci.lo >= bound));
+  return c;
+}
+
+std::string throughput_detail(const ServeCheck& c, size_t pairs, const SpeedTurns& speed,
+                              const CapacityPairs* capacity) {
+  const std::string ci = ci_name(c.ci_level) + " [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
+  if (capacity) {
+    char b[160];
+    std::snprintf(b, sizeof b, "capacity at P99 <= %g ms ", capacity->slo_ms);
+    return b + pct(c.value_pct) + " over " + std::to_string(pairs) + " search pairs (median " +
+           util::format_number("%.1f", stats::median(capacity->baseline_rps)) + " vs " +
+           util::format_number("%.1f", stats::median(capacity->variant_rps)) + " req/s), " + ci;
+  }
+  return "service speed " + pct(c.value_pct) + " over " + std::to_string(pairs) + " turn pairs (" +
+         std::to_string(speed.real_tokens) + " real tokens in " +
+         std::to_string(speed.baseline_batches) + " vs " + std::to_string(speed.variant_batches) +
+         " batches), " + ci;
+}
+
+// "same math": the fixed requests' scores, by the tolerance or (approximate) c x the envelope.
+ServeCheck same_math_check(const std::vector<double>& base_scores,
+                           const std::vector<double>& var_scores, const GateSettings& g,
+                           const ScoreEnvelope* envelope) {
+  double worst = 0, sum = 0;
+  const size_t m = std::min(base_scores.size(), var_scores.size());
+  for (size_t i = 0; i < m; ++i) {
+    worst = std::max(worst, std::fabs(var_scores[i] - base_scores[i]));
+    sum += std::fabs(var_scores[i] - base_scores[i]);
+  }
+  if (base_scores.size() != var_scores.size() || m == 0) worst = sum = INFINITY;
+  const double mean = sum / static_cast<double>(std::max<size_t>(m, 1));
+  ServeCheck c{"same math", Verdict::Inconclusive, worst, {}, 0, ""};
+  char b[400];
+  if (envelope && envelope->raw.size() == m && m > 0) {
+    double emax = 0, esum = 0;
+    for (double e : envelope->raw) emax = std::max(emax, e), esum += e;
+    const double emean = esum / static_cast<double>(m), k = envelope->factor;
+    c.verdict = compare::verdict_from(worst <= k * emax && mean <= k * emean);
+    std::snprintf(b, sizeof b,
+                  "approximate change: max |score delta| %.3g (bound %g x envelope %.3g), "
+                  "mean %.3g (bound %g x %.3g) over %zu fixed requests; envelope of %lld "
+                  "perturbed baselines, u = %.3g (%s)",
+                  worst, k, emax, mean, k, emean, m, static_cast<long long>(envelope->runs),
+                  envelope->noise, envelope->noise_source.c_str());
+  } else {
+    c.verdict = compare::verdict_from(worst <= g.tolerance);
+    std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
+                  worst, m, g.tolerance);
+  }
+  c.detail = b;
+  return c;
+}
+
+}  // namespace
+
+std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
+                              const std::vector<WindowStats>& var, const SpeedTurns& speed,
+                              const std::vector<double>& base_scores,
+                              const std::vector<double>& var_scores, const GateSettings& g,
+                              const CapacityPairs* capacity, const ScoreEnvelope* envelope) {
+  const size_t n = std::min(base.size(), var.size());
+  const PairDeltas d = pair_deltas(base, var, speed, capacity);
   const double level = 1 - 2 * g.alpha;  // the two-sided interval whose edge is the one-sided test
-  const auto t_p99 = stats::paired_t(d_p99, level);
-  const auto t_thr = stats::paired_t(d_thr, level);
-  const auto t_slo = stats::paired_t(d_slo, level);
+  const auto t_p99 = stats::paired_t(d.p99, level);
+  const auto t_thr = stats::paired_t(d.thr, level);
+  const auto t_slo = stats::paired_t(d.slo, level);
   const double red = std::log1p(g.max_p99_regression_pct / 100);
   const double floor = std::log1p(-g.max_slowdown_pct / 100);
   // Failing directions as "greater than": p99 above the red line, throughput below its floor,
@@ -129,89 +209,19 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
     t.mean = sign * (t.mean - by);
     return t;
   };
-  std::vector<double> p_fail{p_greater(shifted(t_p99, red, 1)), p_greater(shifted(t_thr, floor, -1)),
-                             p_greater(t_slo)};
-  const auto adj = stats::holm_adjust(p_fail);
-  auto to_pct = [](stats::Interval i) {
-    return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
-  };
+  const auto adj = stats::holm_adjust({p_greater(shifted(t_p99, red, 1)),
+                                       p_greater(shifted(t_thr, floor, -1)), p_greater(t_slo)});
 
   std::vector<ServeCheck> out;
-  {
-    ServeCheck c{"p99 latency",
-                 Verdict::Inconclusive,
-                 100 * std::expm1(t_p99.mean),
-                 to_pct(t_p99.ci),
-                 adj[0],
-                 "",
-                 level};
-    const bool fail = adj[0] < g.alpha;
-    const bool pass = !fail && t_p99.ci.hi <= red;
-    c.verdict = timing_verdict(fail, pass);
-    c.detail = "P99 " + pct(c.value_pct) + " over " + std::to_string(n) + " window pairs, " +
-               ci_name(level) + " [" +
-               pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
-    out.push_back(c);
-  }
-  {
-    ServeCheck c{capacity ? "capacity" : "throughput",
-                 Verdict::Inconclusive,
-                 100 * std::expm1(t_thr.mean),
-                 to_pct(t_thr.ci),
-                 adj[1],
-                 "",
-                 level};
-    const bool fail = adj[1] < g.alpha;
-    const bool pass = !fail && t_thr.ci.lo >= floor;
-    c.verdict = timing_verdict(fail, pass);
-    if (capacity) {
-      char b[160];
-      std::snprintf(b, sizeof b, "capacity at P99 <= %g ms ", capacity->slo_ms);
-      c.detail = b + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
-                 " search pairs (median " + util::format_number("%.1f", stats::median(capacity->baseline_rps)) +
-                 " vs " + util::format_number("%.1f", stats::median(capacity->variant_rps)) +
-                 " req/s), " + ci_name(level) + " [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
-    } else {
-      c.detail = "service speed " + pct(c.value_pct) + " over " + std::to_string(d_thr.size()) +
-                 " turn pairs (" + std::to_string(speed.real_tokens) + " real tokens in " +
-                 std::to_string(speed.baseline_batches) + " vs " +
-                 std::to_string(speed.variant_batches) + " batches), " + ci_name(level) + " [" +
-                 pct(c.ci.lo) + ", " +
-                 pct(c.ci.hi) + "]";
-    }
-    out.push_back(c);
-  }
+  out.push_back(log_ratio_check("p99 latency", t_p99, adj[0], red, true, g.alpha, level));
+  out.back().detail = "P99 " + pct(out.back().value_pct) + " over " + std::to_string(n) +
+                      " window pairs, " + ci_name(level) + " [" + pct(out.back().ci.lo) + ", " +
+                      pct(out.back().ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
+  out.push_back(log_ratio_check(capacity ? "capacity" : "throughput", t_thr, adj[1], floor, false,
+                                g.alpha, level));
+  out.back().detail = throughput_detail(out.back(), d.thr.size(), speed, capacity);
   out.push_back(slo_check(base, var, n, t_slo, adj[2], g.alpha));
-  {
-    double worst = 0, sum = 0;
-    const size_t m = std::min(base_scores.size(), var_scores.size());
-    for (size_t i = 0; i < m; ++i) {
-      worst = std::max(worst, std::fabs(var_scores[i] - base_scores[i]));
-      sum += std::fabs(var_scores[i] - base_scores[i]);
-    }
-    if (base_scores.size() != var_scores.size() || m == 0) worst = sum = INFINITY;
-    const double mean = sum / static_cast<double>(std::max<size_t>(m, 1));
-    ServeCheck c{"same math", Verdict::Inconclusive, worst, {}, 0, ""};
-    char b[400];
-    if (envelope && envelope->raw.size() == m && m > 0) {
-      double emax = 0, esum = 0;
-      for (double e : envelope->raw) emax = std::max(emax, e), esum += e;
-      const double emean = esum / static_cast<double>(m), k = envelope->factor;
-      c.verdict = compare::verdict_from(worst <= k * emax && mean <= k * emean);
-      std::snprintf(b, sizeof b,
-                    "approximate change: max |score delta| %.3g (bound %g x envelope %.3g), "
-                    "mean %.3g (bound %g x %.3g) over %zu fixed requests; envelope of %lld "
-                    "perturbed baselines, u = %.3g (%s)",
-                    worst, k, emax, mean, k, emean, m, static_cast<long long>(envelope->runs),
-                    envelope->noise, envelope->noise_source.c_str());
-    } else {
-      c.verdict = compare::verdict_from(worst <= g.tolerance);
-      std::snprintf(b, sizeof b, "max |score delta| %.3g over %zu fixed requests (tolerance %.3g)",
-                    worst, m, g.tolerance);
-    }
-    c.detail = b;
-    out.push_back(c);
-  }
+  out.push_back(same_math_check(base_scores, var_scores, g, envelope));
   return out;
 }
 
