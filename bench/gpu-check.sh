@@ -284,7 +284,7 @@ measure() {
   # or probe, which would not fit the call): each knob's alignment is judged by its own item.
   local fused_adamw=(--set-variant optim.impl=fused)
   [ $rehearse -eq 1 ] && fused_adamw=("${adamw[@]}")
-  printf '[gate]\nrepeats = %s\ntiming_steps = 10\nseeds = 1\nalignment = "none"\n' "$REPEATS" > "$OUT/policy-speed.toml"
+  { cat "$policy"; echo 'alignment = "none"'; } > "$OUT/policy-speed.toml"
   ITEM_POLICY=$OUT/policy-speed.toml compare bf16_vs_all_three 60 configs/variants/bf16.toml configs/variants/bf16_fused_attention.toml \
     "${fused_adamw[@]}" "${graphs[@]}" --set-variant run.name=bf16_all_three
   compare bf16_vs_cuda_graphs 60 configs/variants/bf16.toml configs/variants/bf16.toml \

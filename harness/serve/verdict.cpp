@@ -31,6 +31,16 @@ std::string pct(double x) {
   return b;
 }
 
+// A log-ratio interval as % changes.
+stats::Interval to_pct(stats::Interval i) {
+  return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
+}
+
+// "90% CI [-3.10%, +1.20%]": a check's interval as its detail names it.
+std::string ci_text(const ServeCheck& c) {
+  return ci_name(c.ci_level) + " [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
+}
+
 double missed(const WindowStats& w) {
   return (1 - w.slo_attainment) * static_cast<double>(w.offered);
 }
@@ -46,9 +56,8 @@ double missed_pct(const std::vector<WindowStats>& ws, size_t n) {
 // misses".
 ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<WindowStats>& var,
                      size_t n, const stats::PairedT& t, double p_adj, double alpha) {
-  ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * std::expm1(t.mean),
-               stats::Interval{100 * std::expm1(t.ci.lo), 100 * std::expm1(t.ci.hi)}, p_adj, "",
-               1 - 2 * alpha};
+  ServeCheck c{"slo attainment", Verdict::Inconclusive, 100 * std::expm1(t.mean), to_pct(t.ci),
+               p_adj, "", 1 - 2 * alpha};
   const bool fail = p_adj < alpha;
   const bool pass = !fail && (t.ci.hi <= 0 || t.sd == 0);
   c.verdict = timing_verdict(fail, pass);
@@ -56,9 +65,8 @@ ServeCheck slo_check(const std::vector<WindowStats>& base, const std::vector<Win
   char b[240];
   std::snprintf(b, sizeof b,
                 "missed the SLO: %.2f%% vs %.2f%% of requests (within: %+.2f points, variant - "
-                "baseline); odds of a miss %s per window pair over %zu pairs, %s [%s, %s]",
-                mb, mv, mb - mv, pct(c.value_pct).c_str(), n, ci_name(c.ci_level).c_str(),
-                pct(c.ci.lo).c_str(), pct(c.ci.hi).c_str());
+                "baseline); odds of a miss %s per window pair over %zu pairs, %s",
+                mb, mv, mb - mv, pct(c.value_pct).c_str(), n, ci_text(c).c_str());
   c.detail = b;
   return c;
 }
@@ -123,10 +131,6 @@ PairDeltas pair_deltas(const std::vector<WindowStats>& base, const std::vector<W
   return d;
 }
 
-stats::Interval to_pct(stats::Interval i) {
-  return stats::Interval{100 * std::expm1(i.lo), 100 * std::expm1(i.hi)};
-}
-
 // A check of a paired t on log ratios: fails on its Holm-adjusted p, passes when the whole
 // interval is on the allowed side of `bound` (a log; `upper`: the bound is a ceiling).
 ServeCheck log_ratio_check(const char* name, const stats::PairedT& t, double p_adj, double bound,
@@ -140,7 +144,7 @@ ServeCheck log_ratio_check(const char* name, const stats::PairedT& t, double p_a
 
 std::string throughput_detail(const ServeCheck& c, size_t pairs, const SpeedTurns& speed,
                               const CapacityPairs* capacity) {
-  const std::string ci = ci_name(c.ci_level) + " [" + pct(c.ci.lo) + ", " + pct(c.ci.hi) + "]";
+  const std::string ci = ci_text(c);
   if (capacity) {
     char b[160];
     std::snprintf(b, sizeof b, "capacity at P99 <= %g ms ", capacity->slo_ms);
@@ -215,8 +219,8 @@ std::vector<ServeCheck> judge(const std::vector<WindowStats>& base,
   std::vector<ServeCheck> out;
   out.push_back(log_ratio_check("p99 latency", t_p99, adj[0], red, true, g.alpha, level));
   out.back().detail = "P99 " + pct(out.back().value_pct) + " over " + std::to_string(n) +
-                      " window pairs, " + ci_name(level) + " [" + pct(out.back().ci.lo) + ", " +
-                      pct(out.back().ci.hi) + "]; red line " + pct(g.max_p99_regression_pct);
+                      " window pairs, " + ci_text(out.back()) + "; red line " +
+                      pct(g.max_p99_regression_pct);
   out.push_back(log_ratio_check(capacity ? "capacity" : "throughput", t_thr, adj[1], floor, false,
                                 g.alpha, level));
   out.back().detail = throughput_detail(out.back(), d.thr.size(), speed, capacity);
