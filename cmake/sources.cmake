@@ -140,6 +140,7 @@ set(LOCKSTEP_TORCH_SOURCES
   variants/attention.cpp
   variants/precision.cpp
   variants/sharding.cpp
+  variants/weight_copies.cpp
   variants/adamw.cpp
   variants/adamw_kernel.cpp
   harness/kernels/builtins.cpp

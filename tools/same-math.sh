@@ -8,7 +8,8 @@
 #
 # Runs (40 steps each, the reference `tiny` model): fp32; grad_accum 2; bf16; skip_outlier_z with
 # z_loss; every step-point fault at once (lr spike, corrupt batch, grad blow-up, weight noise);
-# ZeRO-3 on 1 rank and on 2 ranks over Gloo; a resume from a checkpoint. Exit 0 when every value
+# ZeRO-3 on 1 rank and on 2 ranks over Gloo; bf16 with the envelope's weight noise; bf16 ZeRO-1 on
+# 2 ranks; a resume from a checkpoint. Exit 0 when every value
 # is equal.
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n 2,12p "$0" >&2; exit 2; }
@@ -29,6 +30,8 @@ runs=(
   "zero3x1|configs/variants/zero3.toml|parallel.world_size=1"
   "zero3x2|configs/variants/zero3.toml|parallel.world_size=2"
   "zero3bf16x2|configs/variants/zero3.toml|parallel.world_size=2 precision.compute=bf16 data.grad_accum=2"
+  "bf16noise|configs/variants/bf16.toml|faults.weight_rounding_noise=1e-3 data.grad_accum=2"
+  "bf16zero1x2|configs/ddp2.toml|precision.compute=bf16 parallel.zero_stage=1 data.grad_accum=2"
 )
 # SAME_MATH_SKIP="zero3x2 zero3bf16x2 ...": runs to leave out (the wheel build has no Gloo: 2 ranks on a CPU
 # cannot run there).

@@ -64,6 +64,8 @@ class Precision {
   const std::string& describe() const { return description_; }
   // Autocasts to a lower precision (bf16, fp16) in forward_scope().
   bool autocasts() const { return autocast_; }
+  // The dtype it autocasts to (fp32 when it does not).
+  at::ScalarType dtype() const { return dtype_; }
   // Dynamic loss-scale state, for checkpoints.
   std::pair<double, int64_t> state() const { return {scale_, clean_steps_}; }
   void set_state(double scale, int64_t clean_steps) { scale_ = scale, clean_steps_ = clean_steps; }

@@ -161,6 +161,12 @@ void Sharding::release_grad_storage(Unit& u) {
   u.grad_live = false;
 }
 
+std::vector<Sharding::UnitLayout> Sharding::unit_layouts() const {
+  std::vector<UnitLayout> out;
+  for (const auto& u : units_) out.push_back({u->full, u->params, u->offsets});
+  return out;
+}
+
 torch::Tensor& Sharding::owned_grad(Unit& u) {
   return stage_ >= 2 ? u.grad_shard : u.grad;
 }

@@ -84,6 +84,16 @@ class Sharding final : public workloads::UnitHooks {
   std::vector<torch::Tensor> full_params();
   std::vector<torch::Tensor> full_grads();
 
+  // Each unit's parameters as one flat buffer (padded): the model's parameters are views into it
+  // at `offsets`, in unit_parameters() order. Whole at stages 0-2; stage 3 holds it only while
+  // the unit is gathered.
+  struct UnitLayout {
+    torch::Tensor full;
+    std::vector<torch::Tensor> params;
+    std::vector<int64_t> offsets;
+  };
+  std::vector<UnitLayout> unit_layouts() const;
+
   ShardMemory accounting() const;
   int stage() const { return stage_; }
   int64_t padded_numel() const;

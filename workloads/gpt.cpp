@@ -14,8 +14,9 @@ namespace {
 // A Linear over the last dim of (..., in) as one addmm on (N, in): LibTorch 1.13's Linear on 3-D
 // input runs a matmul and then the bias add as a pass of its own (under autocast with a cast of
 // the bias on top); on 2-D input the bias is the GEMM's accumulator. 2.x flattens the same way.
-// Under autocast the weight and bias come from autocast's cache (compat::autocast_weight): one
-// cast per step, not one per micro-batch; the same values in the same layout reach the GEMM.
+// Under autocast the weight and bias come from compat::autocast_weight: in a training step the
+// block's one copy (variants/weight_copies.h), elsewhere autocast's cache; one cast per step, not
+// one per micro-batch, and the same values in the same layout reach the GEMM.
 torch::Tensor linear(torch::nn::Linear& lin, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
   auto y = torch::nn::functional::linear(x.view({-1, sizes.back()}),

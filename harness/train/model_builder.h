@@ -21,6 +21,7 @@
 #include "harness/vocab/stability_config.h"
 #include "variants/precision.h"
 #include "variants/sharding.h"
+#include "variants/weight_copies.h"
 #include "workloads/data.h"
 #include "workloads/data_config.h"
 #include "workloads/gpt.h"
@@ -56,6 +57,9 @@ struct RankModel {
   std::unique_ptr<variants::Precision> precision;
   std::unique_ptr<dist::Comm> comm;
   std::unique_ptr<variants::Sharding> sharding;
+  // The blocks' weights in the autocast dtype, one copy per unit per step (null where it does not
+  // apply: fp32, ZeRO-3, CUDA graphs, the probe's model).
+  std::unique_ptr<variants::WeightCopies> weight_copies;
 
   // This rank's rows of the global micro-batch on the host, (B, T+1): a pure function of (seed,
   // step, micro, rank). Pinned on CUDA (to_device's copy then does not wait for the stream).

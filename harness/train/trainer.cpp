@@ -336,10 +336,12 @@ void Trainer::run_steps(Impl& s, TrainOutcome& out, StepObserver& observer, Phas
     StepView v = s.begin_step(step, rec);
     torch::Tensor loss_sum;  // the micro-batches' losses, summed in fp64 (its own copy)
     {
-      // The weights' low-precision casts: once per step, not once per micro-batch. Not under
+      // The weights' low-precision casts: once per step, not once per micro-batch; the blocks'
+      // as one copy per unit (WeightCopies), the others through autocast's cache. Neither under
       // ZeRO-3, whose parameters' storage comes and goes with each unit's forward and backward.
       const auto casts =
           m.precision->step_casts(A > 1 && !m.run.cuda_graphs && m.par.zero_stage < 3);
+      const variants::WeightCopies::Window copies(m.weight_copies.get());
       for (v.micro = 0; v.micro < A; ++v.micro) {
         s.data(v);  // tokens: (B, T+1), on the host
         const Losses loss = s.forward(v);
