@@ -96,7 +96,7 @@ std::unique_ptr<RankModel> build_rank_model(const config::Config& cfg, const dis
                                               const torch::Tensor& decay, double lr, int64_t t) {
         fn(p, g, m, v, decay, plugin::AdamWStep{lr, t, o.beta1, o.beta2, o.eps, o.weight_decay});
       });
-  if (!opts.probe && variants::WeightCopies::applies(s.precision->autocasts(),
+  if (opts.trains && variants::WeightCopies::applies(s.precision->autocasts(),
                                                      static_cast<int>(s.par.zero_stage),
                                                      s.run.cuda_graphs))
     s.weight_copies = std::make_unique<variants::WeightCopies>(*s.sharding, s.precision->dtype());

@@ -58,7 +58,7 @@ struct RankModel {
   std::unique_ptr<dist::Comm> comm;
   std::unique_ptr<variants::Sharding> sharding;
   // The blocks' weights in the autocast dtype, one copy per unit per step (null where it does not
-  // apply: fp32, ZeRO-3, CUDA graphs, the probe's model).
+  // apply: fp32, ZeRO-3, CUDA graphs, a model that is not trained: the probe's, serving's).
   std::unique_ptr<variants::WeightCopies> weight_copies;
 
   // This rank's rows of the global micro-batch on the host, (B, T+1): a pure function of (seed,
@@ -75,6 +75,7 @@ struct BuildOptions {
   // Wraps the kernels the model calls before the faults do (the probe records their inputs).
   std::function<workloads::ModelKernels(workloads::ModelKernels)> wrap_kernels;
   bool probe = false;  // one rank, zero_stage 0
+  bool trains = false;  // Trainer::run_steps trains it: the step's weight copies where they apply
 };
 
 // Throws config::ConfigError (exit 2) when the config cannot run here (e.g. fp16 on a CPU LibTorch

@@ -213,7 +213,9 @@ struct Trainer::Impl {
 Trainer::Trainer(const config::Config& cfg, const dist::RankInfo& who, TrainOptions opts)
     : impl_(std::make_unique<Impl>()) {
   auto& s = *impl_;
-  s.m = build_rank_model(cfg, who);
+  BuildOptions trained;
+  trained.trains = true;
+  s.m = build_rank_model(cfg, who, trained);
   s.outliers = OutlierWindow(static_cast<size_t>(s.m->stability.outlier_window));
   s.ckpt_cfg = CheckpointConfig::from(cfg);
   s.opts = std::move(opts);

@@ -22,7 +22,9 @@ std::unique_ptr<train::RankModel> bf16_model(int64_t zero_stage) {
       std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml",
       {"precision.compute=bf16", "data.batch_size=2",
        "parallel.zero_stage=" + std::to_string(zero_stage)});
-  return train::build_rank_model(cfg, dist::RankInfo{});
+  train::BuildOptions trained;
+  trained.trains = true;
+  return train::build_rank_model(cfg, dist::RankInfo{}, trained);
 }
 
 struct Step {
