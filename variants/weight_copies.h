@@ -9,9 +9,11 @@
 // so the same bits).
 //
 // Not the embedding unit (unit 0): its tied weight also meets the embedding in fp32, and its two
-// gradients would be summed in another order. Not the MLP's expansion (the activation kernel, a
-// plugin slot, receives the fp32 weights and casts them itself). Not under ZeRO-3 (a unit's buffer
-// comes and goes) nor CUDA graphs (a capture's casts belong to the graph): applies() says where.
+// gradients would be summed in another order. The MLP's expansion weights reach the activation
+// kernel (a plugin slot) in fp32, as its contract has them: the built-in GELU takes their copies
+// (compat::autocast_weight), a plugin's kernel gets them cast by autocast. Not under ZeRO-3 (a
+// unit's buffer comes and goes) nor CUDA graphs (a capture's casts belong to the graph):
+// applies() says where.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 // Lockstep's own implementations, registered through the same interface a plugin uses
 // (include/lockstep/plugin.h). Each is the reference the plugins are judged against.
+#include "harness/compat/autocast_weight.h"
 #include "harness/kernels/kernel_table.h"
 #include "variants/adamw.h"
 #include "variants/attention.h"
@@ -18,8 +19,10 @@ void register_builtins() {
       [](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
         // Exact (erf) GELU, as nanoGPT: on CPU LibTorch it is 3x (fp32) to 15x (bf16) faster than
         // the tanh approximation (bench/RESULTS.md). linear() on (N, C) puts the bias into the
-        // GEMM (addmm).
-        return torch::gelu(torch::linear(x, w, b));  // (N, 4C)
+        // GEMM (addmm). Under autocast the weights come as the model's other GEMMs take theirs
+        // (compat::autocast_weight: the step's copy, else autocast's cache); the same values.
+        return torch::gelu(torch::linear(x, compat::autocast_weight(w),
+                                         compat::autocast_weight(b)));  // (N, 4C)
       },
       "exact (erf) GELU of LibTorch's linear: addmm with the bias, then gelu");
   r.layer_norm(
