@@ -103,4 +103,11 @@ inline std::vector<double> losses(const fs::path& metrics) {
   return v;
 }
 
+// Lines in a command's output (each ends in '\n'): "one line on stderr" checks.
+inline size_t line_count(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
 }  // namespace lockstep::testing

@@ -15,6 +15,7 @@
 #include "cli_util.h"
 #include "harness/runs/run_folder.h"
 
+using lockstep::testing::line_count;
 using lockstep::testing::losses;
 using lockstep::testing::read_json;
 using lockstep::testing::run_lockstep;
@@ -30,12 +31,6 @@ const char* kV1 = "tests/configs/external_protocol.toml";
 
 std::string env(const std::string& mode, const std::string& supports = "turns,noise,probe") {
   return "external.env={ TRAINER_MODE = \"" + mode + "\", TRAINER_SUPPORTS = \"" + supports + "\" }";
-}
-
-size_t line_count(const std::string& s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
 }
 
 bool has_warning(const nlohmann::json& rep, const std::string& text) {

@@ -19,6 +19,7 @@
 #include "tests/fixtures/read_file.h"
 
 using lockstep::testing::CliResult;
+using lockstep::testing::line_count;
 using lockstep::testing::losses;
 using lockstep::testing::read_json;
 using lockstep::testing::read_text;
@@ -40,12 +41,6 @@ double trainer_loss(int64_t seed, int64_t step) {
 
 std::string mode(const std::string& m) {
   return "external.env={ TRAINER_MODE = \"" + m + "\" }";
-}
-
-size_t line_count(const std::string& s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
 }
 
 // A failed external run: exit 3, one line on stdout+stderr (--quiet) saying what went wrong, a
