@@ -26,6 +26,7 @@
 #include "variants/attention.h"
 #include "variants/sharding.h"
 #include "workloads/gpt.h"
+#include "weight_copies_step.h"
 
 namespace lockstep {
 namespace {
@@ -372,6 +373,24 @@ TEST(Cuda, GraphReplayIsBitwiseTheEagerStep) {
   EXPECT_EQ(graph_loss, eager_loss);
   for (size_t i = 0; i < eager_grads.size(); ++i)
     EXPECT_TRUE(torch::equal(graph_grads[i], eager_grads[i])) << "parameter " << i;
+}
+
+// The step's bf16 weight copies (variants/weight_copies.h) on a GPU, where their gradient edges
+// run on autograd's device thread: the losses and every gradient bit for bit autocast's casts,
+// at one and two micro-batches per step.
+TEST(Cuda, WeightCopiesGiveAutocastsLossesAndGradientsBitForBit) {
+  REQUIRE_CUDA();
+  for (const int64_t A : {1, 2}) {
+    SCOPED_TRACE("micro-batches " + std::to_string(A));
+    auto m = lockstep::testing::bf16_model("cuda", 0);
+    ASSERT_NE(m->weight_copies, nullptr);
+    const auto cast = lockstep::testing::copies_step(*m, A, false);
+    const auto copied = lockstep::testing::copies_step(*m, A, true);
+    EXPECT_EQ(copied.losses, cast.losses);
+    ASSERT_EQ(copied.grads.size(), cast.grads.size());
+    for (size_t i = 0; i < cast.grads.size(); ++i)
+      EXPECT_TRUE(torch::equal(copied.grads[i], cast.grads[i])) << "parameter " << i;
+  }
 }
 
 // [optim] impl = "fused": LibTorch's fused AdamW kernel against the built-in tensor-op update, 10

@@ -1,7 +1,8 @@
 // The step's low-precision weight copies (variants/weight_copies.h) against autocast's own casts
 // on the same model and batches: the losses and every parameter's gradient are the same bits, at
 // one and at two micro-batches per step and at ZeRO stages 0-2 (one rank), the blocks' weights do
-// come from the copies, and a copy follows its weight across an update.
+// come from the copies, and a copy follows its weight across an update. On CUDA:
+// cuda_path_test.cpp Cuda.WeightCopies*.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,58 +10,23 @@
 #include <vector>
 
 #include "harness/compat/autocast_weight.h"
-#include "harness/config/config.h"
-#include "harness/kernels/install.h"
-#include "harness/train/model_builder.h"
+#include "weight_copies_step.h"
 
 namespace lockstep {
 namespace {
 
-std::unique_ptr<train::RankModel> bf16_model(int64_t zero_stage) {
-  registry::install();
-  const auto cfg = config::Config::load(
-      std::string(LOCKSTEP_SOURCE_DIR) + "/configs/baseline.toml",
-      {"precision.compute=bf16", "data.batch_size=2",
-       "parallel.zero_stage=" + std::to_string(zero_stage)});
-  train::BuildOptions trained;
-  trained.trains = true;
-  return train::build_rank_model(cfg, dist::RankInfo{}, trained);
-}
-
-struct Step {
-  std::vector<double> losses;
-  std::vector<torch::Tensor> grads;  // every parameter's, unit_parameters() order
-};
-
-// One step's micro-batches as Trainer::run_steps runs them (gradients zeroed, the casts kept
-// across the micro-batches, each backward of loss / A), with or without the copies.
-Step step(train::RankModel& m, int64_t A, bool copies) {
-  Step out;
-  m.sharding->begin_step();
-  {
-    const auto casts = m.precision->step_casts(A > 1);
-    const variants::WeightCopies::Window window(copies ? m.weight_copies.get() : nullptr);
-    for (int64_t micro = 0; micro < A; ++micro) {
-      const auto b = m.to_device(m.host_tokens(1, micro), nullptr);  // x, y: (B, T)
-      const auto l = m.model_loss(b.x, b.y);
-      (l.train / static_cast<double>(A)).backward();
-      out.losses.push_back(l.reported.item<double>());
-    }
-  }
-  m.sharding->end_backward(true);
-  for (auto& g : m.sharding->full_grads()) out.grads.push_back(g.clone());
-  return out;
-}
+using lockstep::testing::bf16_model;
+using lockstep::testing::copies_step;
 
 TEST(WeightCopies, SameLossesAndGradientsBitForBitAsAutocastsCasts) {
   for (const int64_t zero_stage : {0, 1, 2}) {
     for (const int64_t A : {1, 2}) {
       SCOPED_TRACE("zero_stage " + std::to_string(zero_stage) + ", micro-batches " +
                    std::to_string(A));
-      auto m = bf16_model(zero_stage);
+      auto m = bf16_model("cpu", zero_stage);
       ASSERT_NE(m->weight_copies, nullptr);
-      const Step cast = step(*m, A, false);
-      const Step copied = step(*m, A, true);
+      const auto cast = copies_step(*m, A, false);
+      const auto copied = copies_step(*m, A, true);
       EXPECT_EQ(copied.losses, cast.losses);
       ASSERT_EQ(copied.grads.size(), cast.grads.size());
       int64_t nonzero = 0;
@@ -77,7 +43,7 @@ TEST(WeightCopies, SameLossesAndGradientsBitForBitAsAutocastsCasts) {
 // equal to the weight cast to bf16; outside it autocast casts; after an update the next window's
 // copy is the updated weight's.
 TEST(WeightCopies, BlocksWeightsComeFromTheCopiesAndFollowTheUpdate) {
-  auto m = bf16_model(0);
+  auto m = bf16_model("cpu", 0);
   ASSERT_NE(m->weight_copies, nullptr);
   torch::Tensor w, wte;
   for (const auto& p : m->model->named_parameters()) {
@@ -99,7 +65,7 @@ TEST(WeightCopies, BlocksWeightsComeFromTheCopiesAndFollowTheUpdate) {
   EXPECT_NE(tied.grad_fn()->name(), "lockstep::AddToGrad");  // the tied embedding: autocast's
   EXPECT_NE(in_window(false).first.grad_fn()->name(), "lockstep::AddToGrad");
 
-  step(*m, 1, true);
+  copies_step(*m, 1, true);
   m->sharding->step(1e-2, 1);  // the update moves the weights
   const auto [moved, unused] = in_window(true);
   EXPECT_FALSE(torch::equal(moved, before));
