@@ -3,6 +3,8 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "harness/compat/autograd_node.h"
+
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -52,7 +54,7 @@ WeightCopies::WeightCopies(const Sharding& sharding, at::ScalarType dtype) : dty
       // A slice that is not an autograd view of the buffer (detach): its gradient edge is ours,
       // and the buffer's in-place copy does not replace it.
       torch::Tensor copy = unit.copy.narrow(0, l.offsets[k], p.numel()).view(p.sizes()).detach();
-      auto node = std::make_shared<AddToGrad>(p);
+      auto node = compat::make_autograd_node<AddToGrad>(p);
       node->add_input_metadata(copy);
       torch::autograd::impl::set_gradient_edge(copy, torch::autograd::Edge(std::move(node), 0));
       entries_.emplace(p.unsafeGetTensorImpl(), Entry{units_.size(), std::move(copy)});
